@@ -1,0 +1,164 @@
+"""The input event (`pages.fetched`): parsing and validation, with a clear reason for each refusal."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from neardup_core.timefmt import rfc3339_to_ms
+
+MIN_TIME_MS = 788_918_400_000  # 1995-01-01: before that, a fetch time is a bug
+MAX_TIME_MS = 4_102_444_800_000  # 2100-01-01
+DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
+_MIME = re.compile(r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$")
+
+
+class EventError(ValueError):
+    """A bad input event; `stage` says which step refused it."""
+
+    def __init__(self, reason: str, stage: str = "validate") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.stage = stage
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPage:
+    url: str
+    body: bytes
+    fetched_at_ms: int
+    status: int = 200
+    content_type: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    encoding: str | None = None
+    importance: float = 0.0
+    crawl_id: str | None = None
+
+
+def parse_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
+                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FetchedPage:
+    """Parse one `pages.fetched` value; `key` and `timestamp_ms` come from the Kafka record."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EventError(f"event is not UTF-8: {exc}") from None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise EventError(f"event is not JSON: {exc}") from None
+    return validate_event(data, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes)
+
+
+def validate_event(data: Any, *, key: bytes | None = None, timestamp_ms: int | None = None,
+                   max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FetchedPage:
+    if not isinstance(data, dict):
+        raise EventError(f"event is not a JSON object but {type(data).__name__}")
+    url = data.get("url")
+    if url is None:
+        raise EventError("event has no 'url'")
+    if not isinstance(url, str):
+        raise EventError(f"'url' is not a string but {type(url).__name__}")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise EventError(f"'url' is not an absolute http(s) URL: {url[:200]!r}")
+    if key is not None and key.decode("utf-8", "replace") != url:
+        raise EventError(f"record key {key[:200]!r} disagrees with the event's url {url[:200]!r}")
+    body = _body_of(data, max_body_bytes)
+    return FetchedPage(
+        url=url, body=body, fetched_at_ms=_fetched_at(data.get("fetched_at"), timestamp_ms),
+        status=_int_field(data, "status", 200), content_type=_content_type(data.get("content_type")),
+        headers=_headers(data.get("headers")), encoding=_opt_str(data, "encoding"),
+        importance=_importance(data.get("importance")), crawl_id=_opt_str(data, "crawl_id"))
+
+
+def _body_of(data: dict[str, Any], max_body_bytes: int) -> bytes:
+    if data.get("body") is not None:
+        if not isinstance(data["body"], str):
+            raise EventError(f"'body' is not a string but {type(data['body']).__name__}")
+        body = data["body"].encode("utf-8", "surrogatepass")
+    elif data.get("body_b64") is not None:
+        if not isinstance(data["body_b64"], str):
+            raise EventError("'body_b64' is not a string")
+        try:
+            body = base64.b64decode(data["body_b64"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise EventError(f"'body_b64' is not valid base64: {exc}") from None
+    else:
+        raise EventError("event has neither 'body' nor 'body_b64'")
+    if len(body) > max_body_bytes:
+        raise EventError(f"body has {len(body)} bytes, over the cap of {max_body_bytes} (NEARDUP_MAX_BODY_BYTES)")
+    return body
+
+
+def _fetched_at(value: Any, timestamp_ms: int | None) -> int:
+    if value is None:
+        if timestamp_ms is None:
+            raise EventError("event has no 'fetched_at' and its record has no timestamp")
+        ms = int(timestamp_ms)
+    elif isinstance(value, bool):
+        raise EventError("'fetched_at' is a boolean")
+    elif isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise EventError(f"'fetched_at' is not finite: {value}")
+        ms = int(value)
+    elif isinstance(value, str):
+        try:
+            ms = rfc3339_to_ms(value)
+        except ValueError:
+            raise EventError(f"'fetched_at' is not RFC 3339 or epoch ms: {value[:60]!r}") from None
+    else:
+        raise EventError(f"'fetched_at' is not a time but {type(value).__name__}")
+    if not MIN_TIME_MS <= ms < MAX_TIME_MS:
+        raise EventError(f"'fetched_at' {value!r} is outside 1995..2100 (epoch ms {ms})")
+    return ms
+
+
+def _int_field(data: dict[str, Any], name: str, default: int) -> int:
+    value = data.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EventError(f"'{name}' is not an integer: {value!r}")
+    return value
+
+
+def _opt_str(data: dict[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, str):
+        raise EventError(f"'{name}' is not a string: {value!r}")
+    return value
+
+
+def _content_type(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise EventError(f"'content_type' is not a string: {value!r}")
+    mime = value.split(";", 1)[0].strip()
+    if not _MIME.match(mime):
+        raise EventError(f"'content_type' is not a media type: {value[:100]!r}")
+    return value
+
+
+def _headers(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise EventError("'headers' is not an object of strings")
+    return value
+
+
+def _importance(value: Any) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise EventError(f"'importance' is not a finite number: {value!r}")
+    return float(value)

@@ -1,0 +1,51 @@
+"""From a validated fetch to its fingerprints: decode, extract the main text, digest, SimHash."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neardup_core.decode import DecodeError, decode_body, is_html_content_type
+from neardup_core.digests import body_sha256, text_sha256
+from neardup_core.events import EventError, FetchedPage
+from neardup_core.extract import ExtractError, extract
+from neardup_core.features import shingle_features
+from neardup_core.page import Fetch
+from neardup_core.simhash import simhash64
+from neardup_core.urls import host_of
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintSettings:
+    """`shingle_size` words per feature; below `min_features` distinct features a page is
+    checked by its digests only (its SimHash would be unstable)."""
+
+    shingle_size: int = 3
+    min_features: int = 8
+
+
+def fingerprint(page: FetchedPage, settings: FingerprintSettings = FingerprintSettings()) -> Fetch:
+    """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages."""
+    host = host_of(page.url)
+    body_digest = body_sha256(page.body)
+
+    def skipped(reason: str) -> Fetch:
+        return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, None, None, reason)
+
+    if not 200 <= page.status < 300:
+        return skipped(f"HTTP status {page.status}")
+    content_type = page.content_type or page.headers.get("content-type") or page.headers.get("Content-Type")
+    if not is_html_content_type(content_type):
+        return skipped(f"content type {content_type} is not HTML")
+    try:
+        html = decode_body(page.body, encoding=page.encoding, content_type=content_type, headers=page.headers).text
+    except DecodeError as exc:
+        raise EventError(f"undecodable body: {exc}", stage="decode") from None
+    try:
+        main = extract(html)
+    except ExtractError as exc:
+        raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
+    if not main.text.strip():
+        return skipped("no main text")
+    features = shingle_features(main.text, settings.shingle_size)
+    simhash = simhash64(features.hashes, features.weights) if len(features) >= settings.min_features else None
+    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_sha256(main.text), simhash)

@@ -1,0 +1,177 @@
+"""The per-URL state machine that turns a page's table answers into its published decision.
+
+Keyed by URL, it is also the URL table: the versions (bodies) seen at the URL, which one is
+current (the latest fetch), and the last decision published. Everything it does is idempotent
+and monotone, so replays and duplicate deliveries re-send at most an equal decision:
+
+1. A fetch of a known body at a time no earlier than the version's first fetch is a recrawl of
+   unchanged content: the version's decision comes back without a probe.
+2. A new body (or an earlier fetch of a known one, which improves its rank) starts a probe
+   round: one probe per table, answers counted per table for that round.
+3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
+   candidates ranked better than the version count.
+4. A version is complete when every table of its current round answered; a tick past its
+   deadline publishes it provisionally (`complete: false`), and later answers complete it.
+5. The URL's decision is its current version's; a new revision is published whenever that
+   changes, with a revision number that only grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from neardup_core.decision import Match, better, reason_of, verdict_of
+from neardup_core.index import Answer, Probe, Revision, probes_for, table_ids
+from neardup_core.messages import Decision
+from neardup_core.page import Fetch, PageVersion, version_id
+from neardup_core.simhash import to_hex
+from neardup_core.tables import TableDesign
+from neardup_core.timefmt import ms_to_rfc3339
+
+
+@dataclass(slots=True)
+class VersionState:
+    fetch: Fetch  # the first fetch of this body at this URL (its rank)
+    last_fetch_ms: int
+    expected: int
+    answered: list[int] = field(default_factory=list)
+    best: Match | None = None
+    complete: bool = False
+    deadline_ms: int = 0
+
+    @property
+    def page(self) -> PageVersion | None:
+        return self.fetch.version
+
+    def to_list(self) -> list[Any]:
+        return [self.fetch.to_list(), self.last_fetch_ms, self.expected, self.answered,
+                self.best.to_list() if self.best else None, self.complete, self.deadline_ms]
+
+    @classmethod
+    def from_list(cls, d: list[Any]) -> VersionState:
+        return cls(Fetch.from_list(d[0]), d[1], d[2], d[3], Match.from_list(d[4]) if d[4] else None, d[5], d[6])
+
+
+@dataclass(slots=True)
+class UrlState:
+    versions: dict[str, VersionState] = field(default_factory=dict)  # by version id (hex)
+    revision: int = 0
+    published: list[Any] | None = None  # what the last published decision said
+
+    def to_bytes(self) -> bytes:
+        return orjson.dumps([{v: s.to_list() for v, s in self.versions.items()}, self.revision, self.published])
+
+    @classmethod
+    def from_bytes(cls, raw: bytes | None) -> UrlState:
+        if raw is None:
+            return cls()
+        versions, revision, published = orjson.loads(raw)
+        return cls({v: VersionState.from_list(s) for v, s in versions.items()}, revision, published)
+
+    def current(self) -> VersionState | None:
+        """The version of the latest fetch (ties: the larger body digest, for determinism)."""
+        if not self.versions:
+            return None
+        return max(self.versions.values(), key=lambda s: (s.last_fetch_ms, s.fetch.body_sha256))
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """The decision stage's settings and transitions; state lives in `UrlState`."""
+
+    design: TableDesign
+    k: int
+    timeout_ms: int = 30_000
+
+    def on_fetch(self, state: UrlState, fetch: Fetch, now_ms: int) -> tuple[list[Probe], list[Decision]]:
+        vid = version_id(fetch.url, fetch.body_sha256).hex()
+        known = state.versions.get(vid)
+        probes: list[Probe] = []
+        if known is not None and fetch.fetched_at_ms >= known.fetch.fetched_at_ms:
+            known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
+        elif known is not None:
+            known.fetch = fetch
+            known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
+            probes = self._start_round(known, now_ms)
+        else:
+            new = VersionState(fetch, fetch.fetched_at_ms, 0)
+            state.versions[vid] = new
+            probes = self._start_round(new, now_ms)
+        return probes, self._publish(state, now_ms)
+
+    def _start_round(self, version: VersionState, now_ms: int) -> list[Probe]:
+        page = version.page
+        if page is None:
+            version.expected, version.answered, version.best, version.complete = 0, [], None, True
+            return []
+        if version.best is not None and not version.best.candidate.rank < page.rank:
+            version.best = None
+        version.expected = len(table_ids(self.design, page))
+        version.answered = []
+        version.complete = False
+        version.deadline_ms = now_ms + self.timeout_ms
+        return probes_for(self.design, page)
+
+    def on_answer(self, state: UrlState, answer: Answer, now_ms: int) -> list[Decision]:
+        version = state.versions.get(answer.version_id.hex())
+        if version is None or version.page is None:
+            return []
+        self._merge(version, answer.best)
+        if answer.round_ms == version.fetch.fetched_at_ms and answer.table not in version.answered:
+            version.answered.append(answer.table)
+            if len(version.answered) >= version.expected:
+                version.complete = True
+        return self._publish(state, now_ms)
+
+    def on_revision(self, state: UrlState, revision: Revision, now_ms: int) -> list[Decision]:
+        version = state.versions.get(revision.version_id.hex())
+        if version is None or version.page is None:
+            return []
+        self._merge(version, revision.match)
+        return self._publish(state, now_ms)
+
+    def on_tick(self, state: UrlState, now_ms: int) -> list[Decision]:
+        """Publish a current version whose answers are overdue, provisionally."""
+        current = state.current()
+        if current is None or current.complete or current.deadline_ms > now_ms:
+            return []
+        return self._publish(state, now_ms, provisional=True)
+
+    @staticmethod
+    def _merge(version: VersionState, match: Match | None) -> None:
+        page = version.page
+        if match is not None and page is not None and match.candidate.rank < page.rank:
+            version.best = better(version.best, match)
+
+    def _publish(self, state: UrlState, now_ms: int, provisional: bool = False) -> list[Decision]:
+        current = state.current()
+        if current is None:
+            return []
+        provisional_already = (state.published is not None and state.published[3] is False
+                               and state.published[5] == current.fetch.body_sha256)
+        if not (current.complete or provisional or provisional_already):
+            return []
+        decision = self.decision_of(current, state.revision + 1, now_ms)
+        said = [decision.verdict, decision.duplicate_of, decision.distance, decision.complete, decision.fetched_at,
+                decision.body_sha256]
+        if said == state.published:
+            return []
+        state.revision += 1
+        state.published = said
+        return [decision]
+
+    def decision_of(self, version: VersionState, revision: int, now_ms: int) -> Decision:
+        fetch, page, best = version.fetch, version.page, version.best
+        common = dict(url=fetch.url, host=fetch.host, body_sha256=fetch.body_sha256, revision=revision,
+                      fetched_at=ms_to_rfc3339(version.last_fetch_ms), decided_at=ms_to_rfc3339(now_ms))
+        if page is None:
+            return Decision(verdict="skipped", duplicate_of=None, distance=None, simhash=None, text_sha256=None,
+                            reason=fetch.skip_reason or "skipped", complete=True, **common)
+        return Decision(verdict=verdict_of(best), duplicate_of=best.candidate.url if best else None,
+                        distance=best.distance if best else None,
+                        simhash=to_hex(page.simhash) if page.simhash is not None else None,
+                        text_sha256=page.text_sha256, reason=reason_of(page, best, self.k),
+                        complete=version.complete, **common)

@@ -1,0 +1,109 @@
+"""The message schemas of the product contract, one place for each.
+
+`Decision` is a line of `dedup.decisions` (and of `neardup scan --out`), `HostSignal` a line of
+`frontier.host-signals` (and of `scan --hosts`), `Rejection` a line of `pages.rejected` (and of
+`scan --rejects`). The input event is validated in `events.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+Verdict = Literal["unique", "exact_duplicate", "near_duplicate", "skipped"]
+VERDICTS: tuple[Verdict, ...] = ("unique", "exact_duplicate", "near_duplicate", "skipped")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The dedup decision for one URL; the one with the highest `revision` wins."""
+
+    url: str
+    host: str
+    verdict: Verdict
+    duplicate_of: str | None
+    distance: int | None
+    simhash: str | None
+    text_sha256: str | None
+    body_sha256: str | None
+    reason: str
+    revision: int
+    complete: bool
+    fetched_at: str
+    decided_at: str
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> Decision:
+        return cls(**orjson.loads(raw))
+
+    def verdict_key(self) -> tuple[Any, ...]:
+        """What a decision says, without when it was said: equal for equal decisions."""
+        return (self.url, self.verdict, self.duplicate_of, self.distance)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRule:
+    """A learned URL normalisation rule, e.g. `ignore_query_param` for a session id."""
+
+    kind: str
+    param: str | None
+    support: int
+    confidence: float
+    example: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"kind": self.kind, "param": self.param, "support": self.support,
+               "confidence": round(self.confidence, 4)}
+        if self.example is not None:
+            out["example"] = self.example
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class HostSignal:
+    """Per-host trap signal for the crawl frontier (compacted by host; the last one wins)."""
+
+    host: str
+    window_start: str | None
+    window_end: str | None
+    pages: int
+    exact_duplicates: int
+    near_duplicates: int
+    same_host_duplicates: int
+    dup_ratio: float
+    penalty: float
+    budget_factor: float
+    url_rules: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> HostSignal:
+        return cls(**orjson.loads(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A bad input event with the reason and its original bytes (base64)."""
+
+    error: str
+    stage: str
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    raw_b64: str
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> Rejection:
+        return cls(**orjson.loads(raw))

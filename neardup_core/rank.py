@@ -1,0 +1,26 @@
+"""The rank order: which of two copies is the better canonical (lower rank is better).
+
+Higher `importance` first, then https before http, then fewer path segments and query
+parameters, then the shorter URL, then the earlier fetch, then the URL itself, then the body
+digest (two bodies fetched at one URL at the same millisecond). Compare Apache Nutch's
+DeduplicationJob: score, fetch time, https, URL length.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+Rank = tuple[float, int, int, int, int, str, str]
+
+
+def url_shape(url: str) -> int:
+    """Path segments plus query parameters: deeper and more parameterised URLs rank lower."""
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    params = [p for p in parts.query.split("&") if p]
+    return len(segments) + len(params)
+
+
+def rank_of(url: str, importance: float, fetched_at_ms: int, body_sha256: str) -> Rank:
+    https = 0 if url.lower().startswith("https:") else 1
+    return (-importance, https, url_shape(url), len(url), fetched_at_ms, url, body_sha256)

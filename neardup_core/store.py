@@ -1,0 +1,51 @@
+"""The ordered key-value store the index lives in, and an in-memory one for tests.
+
+The index needs only point writes and bounded range scans over byte keys in byte order, so
+the same table logic runs on RocksDB (`rocks.py`), on a Faust table's partition store, or here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class Store(Protocol):
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes) -> None: ...
+
+    def delete(self, key: bytes) -> None: ...
+
+    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Items with lo <= key < hi, in key order."""
+        ...
+
+
+class MemoryStore:
+    """A dict with a sorted key list."""
+
+    def __init__(self) -> None:
+        self._data: dict[bytes, bytes] = {}
+        self._keys: list[bytes] = []
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._data.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        if key not in self._data:
+            bisect.insort(self._keys, key)
+        self._data[key] = value
+
+    def delete(self, key: bytes) -> None:
+        if self._data.pop(key, None) is not None:
+            del self._keys[bisect.bisect_left(self._keys, key)]
+
+    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        start, end = bisect.bisect_left(self._keys, lo), bisect.bisect_left(self._keys, hi)
+        for key in self._keys[start:end]:
+            yield key, self._data[key]
+
+    def __len__(self) -> int:
+        return len(self._data)

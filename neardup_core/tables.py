@@ -1,0 +1,131 @@
+"""Pigeonhole table designs for finding 64-bit fingerprints within k bits.
+
+Split the 64 bits into b blocks. Two fingerprints within k bits differ in at most k blocks, so
+at least b - k blocks are equal. A design keeps one table per choice of b - k blocks (C(b, k)
+tables); a table's bucket key is those blocks, moved to the front of a permuted fingerprint.
+Two fingerprints within k bits share the bucket of at least one table, so probing every table
+and confirming candidates by full Hamming distance finds exactly the stored fingerprints within
+k bits.
+
+Cost per probe: T bucket scans, and about T * N / 2**key_bits random candidates for N stored
+fingerprints (`expected_candidates`). The seed design (k = 3, 4 blocks of 16 bits) has 4 tables
+with 16 key bits: cheap to write, but about N / 16384 candidates per probe. Manku et al.'s
+6-choose-3 design has 20 tables with 31 to 33 key bits: five times the writes, and about
+N / 1.1e8 candidates, which stays flat to billions of pages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class TableDesign:
+    """b blocks over 64 bits and one table per choice of b - k blocks as the bucket key."""
+
+    k: int
+    blocks: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.k < self.blocks <= 64:
+            raise ValueError(f"a design needs 0 <= k < blocks <= 64, got k={self.k}, blocks={self.blocks}")
+
+    @cached_property
+    def block_bits(self) -> tuple[tuple[int, int], ...]:
+        """(shift, width) of each block, most significant first; widths differ by at most one."""
+        base, extra = divmod(64, self.blocks)
+        widths = [base + (1 if i < extra else 0) for i in range(self.blocks)]
+        out, top = [], 64
+        for w in widths:
+            top -= w
+            out.append((top, w))
+        return tuple(out)
+
+    @cached_property
+    def tables(self) -> tuple[tuple[int, ...], ...]:
+        """For each table, the block order of its permutation: key blocks first."""
+        out = []
+        for key in itertools.combinations(range(self.blocks), self.blocks - self.k):
+            rest = tuple(i for i in range(self.blocks) if i not in key)
+            out.append(key + rest)
+        return tuple(out)
+
+    @property
+    def table_count(self) -> int:
+        return len(self.tables)
+
+    @cached_property
+    def key_bits(self) -> tuple[int, ...]:
+        """Bucket key width of each table."""
+        return tuple(sum(self.block_bits[i][1] for i in order[: self.blocks - self.k]) for order in self.tables)
+
+    @property
+    def name(self) -> str:
+        return f"k{self.k}-b{self.blocks}-t{self.table_count}"
+
+    def permute(self, fp: int, table: int) -> int:
+        """The fingerprint with the table's blocks in its order, key blocks in the top bits."""
+        out, top = 0, 64
+        for i in self.tables[table]:
+            shift, width = self.block_bits[i]
+            top -= width
+            out |= ((fp >> shift) & ((1 << width) - 1)) << top
+        return out
+
+    def unpermute(self, permuted: int, table: int) -> int:
+        out, top = 0, 64
+        for i in self.tables[table]:
+            shift, width = self.block_bits[i]
+            top -= width
+            out |= ((permuted >> top) & ((1 << width) - 1)) << shift
+        return out
+
+    def bucket(self, fp: int, table: int) -> int:
+        """The bucket key of a fingerprint in one table."""
+        return self.permute(fp, table) >> (64 - self.key_bits[table])
+
+    def buckets(self, fp: int) -> list[int]:
+        """`bucket(fp, t)` for every table t."""
+        return [self.bucket(fp, t) for t in range(self.table_count)]
+
+    def expected_candidates(self, stored: int) -> float:
+        """Random (non-near) candidates a probe confirms, summed over tables, for `stored` entries."""
+        return sum(stored / 2.0**bits for bits in self.key_bits)
+
+
+SEED_DESIGN = TableDesign(k=3, blocks=4)
+
+
+def design_named(name: str) -> TableDesign:
+    """Parse `TableDesign.name` ("k3-b6-t20"; the table count is implied)."""
+    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?", name)
+    if not m:
+        raise ValueError(f"not a table design name: {name!r} (expected e.g. 'k3-b6-t20')")
+    return TableDesign(k=int(m[1]), blocks=int(m[2]))
+
+
+def choose_design(k: int, expected_pages: int, *, max_tables: int = 64, candidate_weight: float = 1.0) -> TableDesign:
+    """The design with the lowest probe cost for k bits and a collection of `expected_pages`.
+
+    Cost = table count (bucket scans and writes per page) + candidate_weight * expected random
+    candidates per probe; designs with more than `max_tables` tables are not considered.
+    """
+    best: tuple[float, TableDesign] | None = None
+    for blocks in range(k + 1, 65):
+        if math.comb(blocks, k) > max_tables:
+            if blocks > k + 1:
+                break
+            continue
+        design = TableDesign(k=k, blocks=blocks)
+        cost = design.table_count + candidate_weight * design.expected_candidates(expected_pages)
+        if best is None or cost < best[0]:
+            best = (cost, design)
+    if best is None:
+        raise ValueError(f"no design with at most {max_tables} tables for k={k}")
+    return best[1]
