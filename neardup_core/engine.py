@@ -70,34 +70,34 @@ class Engine:
         self.gather = Gather(config.design, config.k)
         self.index, self.urls = open_state(state_dir, config)
 
-    def decide(self, fetch: Fetch, now_ms: int | None = None) -> list[tuple[Decision, list | None]]:
-        """(decision, what the URL's previous decision said or None) for each decision published."""
+    def decide(self, fetch: Fetch, now_ms: int | None = None) -> list[tuple[Decision, Decision | None]]:
+        """(decision, the URL's previous decision or None) for each decision published."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
         states: dict[str, UrlState] = {}
-        out: list[tuple[Decision, list | None]] = []
+        out: list[tuple[Decision, Decision | None]] = []
 
         def state_of(url: str) -> UrlState:
             if url not in states:
                 states[url] = UrlState.from_bytes(self.urls.get(url.encode()))
             return states[url]
 
-        def emit(url: str, decisions: list[Decision], before: list | None) -> None:
+        def emit(decisions: list[Decision], before: Decision | None) -> None:
             for d in decisions:
                 out.append((d, before))
-                before = [d.verdict, d.duplicate_of, d.distance, d.complete, d.fetched_at, d.body_sha256]
+                before = d
 
         state = state_of(fetch.url)
-        before = state.published
+        before = state.last_decision()
         probes, decisions = self.gather.on_fetch(state, fetch, now)
-        emit(fetch.url, decisions, before)
+        emit(decisions, before)
         for probe in probes:
             answer, revisions = probe_bucket(self.index, probe, self.config.k)
-            before = state.published
-            emit(fetch.url, self.gather.on_answer(state, answer, now), before)
+            before = state.last_decision()
+            emit(self.gather.on_answer(state, answer, now), before)
             for revision in revisions:
                 other = state_of(revision.url)
-                before = other.published
-                emit(revision.url, self.gather.on_revision(other, revision, now), before)
+                before = other.last_decision()
+                emit(self.gather.on_revision(other, revision, now), before)
         for url, st in states.items():
             self.urls.put(url.encode(), st.to_bytes())
         return out

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neardup_core.decode import DecodeError, decode_body, is_html_content_type
 from neardup_core.digests import body_sha256, text_sha256
-from neardup_core.events import EventError, FetchedPage
+from neardup_core.events import DEFAULT_MAX_BODY_BYTES, EventError, FetchedPage, parse_event
 from neardup_core.extract import ExtractError, extract
 from neardup_core.features import shingle_features
 from neardup_core.page import Fetch
@@ -46,6 +46,28 @@ def fingerprint(page: FetchedPage, settings: FingerprintSettings = FingerprintSe
         raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
     if not main.text.strip():
         return skipped("no main text")
-    features = shingle_features(main.text, settings.shingle_size)
+    text_digest, simhash = text_fingerprint(main.text, settings)
+    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash)
+
+
+def text_fingerprint(main_text: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str, int | None]:
+    """(text digest, SimHash or None when the text has too few features) of a main text."""
+    features = shingle_features(main_text, settings.shingle_size)
     simhash = simhash64(features.hashes, features.weights) if len(features) >= settings.min_features else None
-    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_sha256(main.text), simhash)
+    return text_sha256(main_text), simhash
+
+
+def html_fingerprint(html: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str | None, int | None]:
+    """(text digest, SimHash) of an HTML page's main text; (None, None) when it has none."""
+    main = extract(html)
+    if not main.text.strip():
+        return None, None
+    return text_fingerprint(main.text, settings)
+
+
+def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
+                      max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                      settings: FingerprintSettings = FingerprintSettings()) -> Fetch:
+    """Parse, validate and fingerprint one raw `pages.fetched` value; raises `EventError`."""
+    page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes)
+    return fingerprint(page, settings)

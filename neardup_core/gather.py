@@ -18,6 +18,7 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,9 @@ from neardup_core.page import Fetch, PageVersion, version_id
 from neardup_core.simhash import to_hex
 from neardup_core.tables import TableDesign
 from neardup_core.timefmt import ms_to_rfc3339
+
+
+_SAYS = ("verdict", "duplicate_of", "distance", "complete", "fetched_at", "body_sha256")
 
 
 @dataclass(slots=True)
@@ -59,7 +63,7 @@ class VersionState:
 class UrlState:
     versions: dict[str, VersionState] = field(default_factory=dict)  # by version id (hex)
     revision: int = 0
-    published: list[Any] | None = None  # what the last published decision said
+    published: dict[str, Any] | None = None  # the last published decision
 
     def to_bytes(self) -> bytes:
         return orjson.dumps([{v: s.to_list() for v, s in self.versions.items()}, self.revision, self.published])
@@ -70,6 +74,9 @@ class UrlState:
             return cls()
         versions, revision, published = orjson.loads(raw)
         return cls({v: VersionState.from_list(s) for v, s in versions.items()}, revision, published)
+
+    def last_decision(self) -> Decision | None:
+        return Decision(**self.published) if self.published is not None else None
 
     def current(self) -> VersionState | None:
         """The version of the latest fetch (ties: the larger body digest, for determinism)."""
@@ -141,6 +148,17 @@ class Gather:
         return self._publish(state, now_ms, provisional=True)
 
     @staticmethod
+    def awaiting(state: UrlState) -> int | None:
+        """The deadline of the current version if it still waits for answers and has not been
+        published provisionally yet; None otherwise."""
+        current = state.current()
+        if current is None or current.complete:
+            return None
+        if state.published is not None and state.published["body_sha256"] == current.fetch.body_sha256:
+            return None
+        return current.deadline_ms
+
+    @staticmethod
     def _merge(version: VersionState, match: Match | None) -> None:
         page = version.page
         if match is not None and page is not None and match.candidate.rank < page.rank:
@@ -150,14 +168,13 @@ class Gather:
         current = state.current()
         if current is None:
             return []
-        provisional_already = (state.published is not None and state.published[3] is False
-                               and state.published[5] == current.fetch.body_sha256)
+        provisional_already = (state.published is not None and not state.published["complete"]
+                               and state.published["body_sha256"] == current.fetch.body_sha256)
         if not (current.complete or provisional or provisional_already):
             return []
         decision = self.decision_of(current, state.revision + 1, now_ms)
-        said = [decision.verdict, decision.duplicate_of, decision.distance, decision.complete, decision.fetched_at,
-                decision.body_sha256]
-        if said == state.published:
+        said = dataclasses.asdict(decision)
+        if state.published is not None and all(said[f] == state.published[f] for f in _SAYS):
             return []
         state.revision += 1
         state.published = said

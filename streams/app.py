@@ -1,0 +1,241 @@
+"""The Faust app: topics, tables and the agents that move data between partitions.
+
+    pages.fetched --fingerprint--> neardup.gather (by URL) --gather--> neardup.probes (by bucket)
+    neardup.probes --index--> neardup.gather (answers for the page, revisions for worse pages)
+    neardup.gather --gather--> dedup.decisions, neardup.hosts (by host) --hosts--> frontier.host-signals
+
+Every stateful agent runs at concurrency 1 on its own partitions, reads and writes only the
+tables of the partition it is processing, and does what neardup_core says. Delivery is
+at-least-once: Faust flushes what an event produced before committing its offset, and every
+state change is idempotent and monotone, so a replay re-sends at most equal messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Any
+
+import faust
+from aiokafka.helpers import create_ssl_context
+
+from neardup_core.events import EventError
+from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
+from neardup_core.gather import Gather, UrlState
+from neardup_core.hosts import HostPolicy
+from neardup_core.hosttracker import HostTracker
+from neardup_core.index import Answer, probe_bucket
+from neardup_core.messages import Decision, Rejection
+from neardup_core.page import Fetch
+from streams import metrics, records
+from streams.settings import Settings
+from streams.stores import STORE_URL, PartitionView
+from streams.topics import internal_partitions
+
+log = logging.getLogger("neardup")
+RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def fingerprint_raw(raw: bytes, key: bytes | None, timestamp_ms: int | None, max_body_bytes: int,
+                    fp_settings: FingerprintSettings) -> tuple[str, Any]:
+    """Runs in the extraction pool: ("ok", fetch) or ("reject", (reason, stage))."""
+    try:
+        return "ok", fingerprint_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes,
+                                       settings=fp_settings).to_list()
+    except EventError as exc:
+        return "reject", (exc.reason, exc.stage)
+    except Exception as exc:  # a bug must not stop the worker: the event goes to the dead letters
+        return "reject", (f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+
+
+def broker_credentials(settings: Settings) -> Any:
+    proto = settings.security_protocol.upper()
+    if proto == "PLAINTEXT":
+        return None
+    ssl_context = None
+    if "SSL" in proto:
+        ssl_context = create_ssl_context(cafile=settings.ssl_cafile or None, certfile=settings.ssl_certfile or None,
+                                         keyfile=settings.ssl_keyfile or None)
+    if "SASL" in proto:
+        mechanism = settings.sasl_mechanism or "PLAIN"
+        if mechanism.startswith("SCRAM"):
+            return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
+                                         mechanism=mechanism, ssl_context=ssl_context)
+        return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
+                                     ssl_context=ssl_context)
+    return faust.SSLCredentials(ssl_context)
+
+
+def create_app(settings: Settings) -> faust.App:
+    partitions = internal_partitions(settings)
+    design = settings.design()
+    gather = Gather(design, settings.k, timeout_ms=int(settings.decision_timeout_s * 1000))
+    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
+    pool: Executor | None = (ProcessPoolExecutor(settings.extract_processes)
+                             if settings.extract_processes > 0 else None)
+
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{b.strip()}" for b in settings.broker.split(",")],
+        broker_credentials=broker_credentials(settings),
+        store="rocksdb://",
+        datadir=str(settings.data_dir),
+        web_port=settings.web_port,
+        web_host="0.0.0.0",
+        topic_partitions=partitions,
+        topic_replication_factor=0,
+        processing_guarantee="at_least_once",
+        consumer_auto_offset_reset="earliest",
+        autodiscover=False,
+        table_cleanup_interval=3600.0,
+        stream_wait_empty=True,
+    )
+    fetched = app.topic(settings.topic("pages.fetched"), **RAW)
+    gather_topic = app.topic(settings.topic("neardup.gather"), partitions=partitions, **RAW)
+    probes_topic = app.topic(settings.topic("neardup.probes"), partitions=partitions, **RAW)
+    hosts_topic = app.topic(settings.topic("neardup.hosts"), partitions=partitions, **RAW)
+    decisions_topic = app.topic(settings.topic("dedup.decisions"), **RAW)
+    signals_topic = app.topic(settings.topic("frontier.host-signals"), **RAW)
+    rejected_topic = app.topic(settings.topic("pages.rejected"), **RAW)
+
+    table_options = {"block_cache_size": 32 * 1024 * 1024}
+    urls = app.Table("urls", partitions=partitions, options=table_options, **RAW)
+    pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW)
+    index = app.Table(f"index-{design.name}", partitions=partitions, store=STORE_URL, options=table_options, **RAW)
+    host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW)
+    host_policy = HostPolicy(window_s=settings.host_window_s)
+    received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric
+
+    async def reject(event: Any, reason: str, stage: str) -> None:
+        msg = event.message
+        metrics.REJECTS.labels(stage).inc()
+        rejection = Rejection(reason, stage, msg.topic, msg.partition, msg.offset,
+                              base64.b64encode(msg.value or b"").decode())
+        await rejected_topic.send(key=msg.key, value=rejection.to_json())
+
+    @app.agent(fetched, concurrency=1)
+    async def fingerprint_agent(stream: faust.StreamT) -> None:
+        """Stateless: validate and fingerprint in the process pool, a batch at a time."""
+        loop = asyncio.get_running_loop()
+        async for events in stream.take_events(64, within=0.1):
+            jobs = []
+            for event in events:
+                msg = event.message
+                ts = int(msg.timestamp * 1000) if msg.timestamp else None
+                args = (msg.value or b"", msg.key, ts, settings.max_body_bytes, fp_settings)
+                jobs.append(loop.run_in_executor(pool, fingerprint_raw, *args))
+            results = await asyncio.gather(*jobs)
+            for event, (status, body) in zip(events, results, strict=True):
+                metrics.PAGES.inc()
+                if status == "ok":
+                    fetch = Fetch.from_list(body)
+                    await gather_topic.send(key=fetch.url.encode(), value=records.encode_gather(fetch))
+                else:
+                    await reject(event, *body)
+
+    async def publish(decisions: list[Decision], before: Decision | None) -> None:
+        for d in decisions:
+            metrics.DECISIONS.labels(d.verdict).inc()
+            if d.revision > 1:
+                metrics.REVISIONS.inc()
+            key = d.url.encode()
+            if d.complete and key in received:
+                metrics.DECISION_SECONDS.observe(time.monotonic() - received.pop(key))
+            await decisions_topic.send(key=key, value=d.to_json())
+            await hosts_topic.send(key=d.host.encode(), value=records.encode_host_change(d, before))
+            before = d
+
+    def track_pending(key: bytes, state: UrlState) -> None:
+        deadline = gather.awaiting(state)
+        if deadline is not None:
+            pending[key] = deadline.to_bytes(8, "big")
+        elif pending.get(key) is not None:
+            del pending[key]
+
+    @app.agent(gather_topic, concurrency=1)
+    async def gather_agent(stream: faust.StreamT) -> None:
+        """Per URL: start probe rounds, merge answers and revisions, publish decisions."""
+        async for event in stream.events():
+            message = records.decode_gather(event.message.value)
+            if isinstance(message, int):
+                await on_tick(event.message.partition, message)
+                continue
+            key = event.message.key
+            state = UrlState.from_bytes(urls.get(key))
+            before = state.last_decision()
+            now = now_ms()
+            if isinstance(message, Fetch):
+                received.setdefault(key, time.monotonic())
+                probes, decisions = gather.on_fetch(state, message, now)
+                for probe in probes:
+                    await probes_topic.send(key=probe.lo, value=records.encode_probe(probe))
+            elif isinstance(message, Answer):
+                decisions = gather.on_answer(state, message, now)
+            else:
+                decisions = gather.on_revision(state, message, now)
+            urls[key] = state.to_bytes()
+            track_pending(key, state)
+            await publish(decisions, before)
+
+    async def on_tick(partition: int, tick_ms: int) -> None:
+        """Decide overdue pages of this partition provisionally (inside the stream, so tables are writable)."""
+        due = [key for key, deadline in pending.data.scan(partition, b"", b"\xff" * 8)
+               if int.from_bytes(deadline, "big") <= tick_ms]
+        metrics.PENDING.set(sum(1 for _ in pending.data.scan(partition, b"", b"\xff" * 8)))
+        for key in due:
+            state = UrlState.from_bytes(urls.get(key))
+            before = state.last_decision()
+            decisions = gather.on_tick(state, tick_ms)
+            urls[key] = state.to_bytes()
+            del pending[key]
+            await publish(decisions, before)
+
+    @app.agent(probes_topic, concurrency=1)
+    async def index_agent(stream: faust.StreamT) -> None:
+        """Per bucket: look up, insert, answer the page and revise the worse pages found."""
+        async for event in stream.events():
+            probe = records.decode_probe(event.message.value)
+            started = time.perf_counter()
+            answer, revisions = probe_bucket(PartitionView(index, event.message.partition), probe, settings.k)
+            metrics.PROBE_SECONDS.observe(time.perf_counter() - started)
+            metrics.PROBES.inc()
+            await gather_topic.send(key=answer.url.encode(), value=records.encode_gather(answer))
+            for revision in revisions:
+                await gather_topic.send(key=revision.url.encode(), value=records.encode_gather(revision))
+
+    @app.agent(hosts_topic, concurrency=1)
+    async def hosts_agent(stream: faust.StreamT) -> None:
+        """Per host: move the page between counts, emit a signal when the penalty crosses a threshold."""
+        async for event in stream.events():
+            decision, before = records.decode_host_change(event.message.value)
+            tracker = HostTracker(PartitionView(host_state, event.message.partition), host_policy)
+            signals = tracker.observe(decision, before)
+            for signal in signals:
+                await signals_topic.send(key=signal.host.encode(), value=signal.to_json())
+
+    @app.timer(interval=settings.tick_interval_s, on_leader=True)
+    async def send_ticks() -> None:
+        tick = records.encode_gather(now_ms())
+        for partition in range(partitions):
+            await gather_topic.send(key=None, value=tick, partition=partition)
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return web.bytes(generate_latest(metrics.REGISTRY), content_type=CONTENT_TYPE_LATEST.split(";")[0])
+
+    @app.page("/health")
+    async def health_page(web: Any, request: Any) -> Any:
+        assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in app.consumer.assignment()) if app.consumer else []
+        return web.json({"status": "ok", "app_id": settings.app_id, "design": design.name, "k": settings.k,
+                         "partitions": partitions, "assigned": assigned})
+
+    return app

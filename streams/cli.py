@@ -1,0 +1,140 @@
+"""The `neardup` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from streams.settings import load
+
+app = typer.Typer(help="Streaming near-duplicate detection for web crawlers.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False)
+topics_app = typer.Typer(help="Create or list neardup's Kafka topics.", no_args_is_help=True)
+app.add_typer(topics_app, name="topics")
+err = Console(stderr=True)
+
+
+@app.command()
+def scan(
+    files: Annotated[list[Path], typer.Argument(help="JSONL or WARC files (gzipped too)", exists=True, dir_okay=False)],
+    state: Annotated[Path, typer.Option("--state", help="RocksDB state directory; a later run continues from it")],
+    out: Annotated[Path, typer.Option("--out", help="decisions, one JSON line each (revisions are later lines)")],
+    rejects: Annotated[Path | None, typer.Option("--rejects", help="bad events with their reasons")] = None,
+    hosts: Annotated[Path | None, typer.Option("--hosts", help="host signals, one JSON line each")] = None,
+    processes: Annotated[int | None, typer.Option(help="extraction processes (default: NEARDUP_EXTRACT_PROCESSES)")]
+    = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Deduplicate files on this machine, without Kafka: the same decisions as the workers."""
+    from streams.scan import run_scan
+
+    settings = load()
+    summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts,
+                       processes=settings.extract_processes if processes is None else processes, progress=progress)
+    summary.print(err)
+
+
+@app.command()
+def worker(
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="debug, info, warning or error")] = "info",
+) -> None:
+    """Run a Faust worker (NEARDUP_BROKER, NEARDUP_DATA_DIR, NEARDUP_WEB_PORT)."""
+    from faust.worker import Worker
+
+    from streams.app import create_app
+
+    settings = load()
+    faust_app = create_app(settings)
+    Worker(faust_app, loglevel=loglevel, web_port=settings.web_port).execute_from_commandline()
+
+
+@topics_app.command("create")
+def topics_create(
+    partitions: Annotated[int | None, typer.Option(help="partitions of every topic (default NEARDUP_PARTITIONS or 8)")]
+    = None,
+) -> None:
+    """Create all topics with their partitions, compaction and retention (existing ones are kept)."""
+    from streams.topics import create_topics
+
+    settings = load()
+    count = partitions or settings.partitions or 8
+    for name, status in create_topics(settings, count).items():
+        print(f"{name}\t{status}")
+
+
+@topics_app.command("list")
+def topics_list() -> None:
+    """The topics neardup uses and what each carries."""
+    from streams.topics import topic_specs
+
+    for spec in topic_specs(load()):
+        print(f"{spec.name}\t{spec.doc}")
+
+
+@app.command()
+def publish(
+    files: Annotated[list[Path], typer.Argument(help="JSONL or WARC files (gzipped too)", exists=True, dir_okay=False)],
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Publish fetched pages to `pages.fetched`, keyed by URL."""
+    from streams.publish import publish_files
+
+    result = publish_files(load(), files, progress=progress)
+    err.print(f"published {result.sent} events; {result.failed} failed")
+    if result.failed:
+        for line in result.errors[:20]:
+            err.print(f"  {line}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def tail(
+    what: Annotated[str, typer.Argument(help="decisions, hosts or rejected")],
+    fmt: Annotated[str, typer.Option("--format", help="json or table")] = "json",
+    idle: Annotated[float | None, typer.Option(help="stop after this many seconds without a message")] = None,
+    from_beginning: Annotated[bool, typer.Option(help="read the topic from its start")] = True,
+    latest: Annotated[bool, typer.Option(help="print only the last message per key (at exit)")] = False,
+) -> None:
+    """Print a topic as JSON lines or a table."""
+    from streams.tail import tail_topic
+
+    tail_topic(load(), what, fmt=fmt, idle_s=idle, from_beginning=from_beginning, latest=latest)
+
+
+@app.command()
+def tune(
+    pairs: Annotated[Path, typer.Option("--pairs", help="labelled pairs: {a, b, duplicate} per line", exists=True)],
+    plot: Annotated[Path | None, typer.Option("--plot", help="write a precision/recall plot (PNG)")] = None,
+    max_k: Annotated[int, typer.Option(help="largest k to evaluate")] = 12,
+) -> None:
+    """Precision, recall and F1 per k on labelled pairs, and the recommended k."""
+    from streams.tune import run_tune
+
+    run_tune(pairs, plot=plot, max_k=max_k, settings=load())
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option(help="leave the broker running")] = False,
+) -> None:
+    """Local Kafka, a worker, a generated crawl; prints decisions and host signals, then stops all."""
+    from streams.demo import run_demo
+
+    raise typer.Exit(run_demo(load(), keep=keep))
+
+
+def main() -> None:
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""`neardup publish`: files of fetched pages to `pages.fetched`, keyed by URL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from neardup_core.inputs import RawEvent, count_events, read_events
+from streams.settings import Settings
+
+
+@dataclass
+class PublishResult:
+    sent: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def key_of(event: RawEvent) -> bytes | None:
+    """The record key: the event's URL when it has one (bad events go as they are, to be rejected)."""
+    if event.key is not None:
+        return event.key
+    try:
+        url = orjson.loads(event.raw).get("url")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return url.encode() if isinstance(url, str) else None
+
+
+def publish_events(settings: Settings, events: list[RawEvent] | None = None, files: list[Path] | None = None, *,
+                   progress: bool = True) -> PublishResult:
+    from confluent_kafka import Producer
+
+    result = PublishResult()
+    producer = Producer({**settings.confluent_config(), "linger.ms": 20, "enable.idempotence": True,
+                         "compression.type": "lz4", "message.max.bytes": max(1_000_000,
+                                                                              settings.max_body_bytes * 2)})
+    topic = settings.topic("pages.fetched")
+
+    def delivered(err: object, msg: object) -> None:
+        if err is not None:
+            result.failed += 1
+            if len(result.errors) < 100:
+                result.errors.append(f"{msg.key()!r}: {err}")  # type: ignore[attr-defined]
+        else:
+            result.sent += 1
+
+    def source() -> list[RawEvent] | object:
+        if events is not None:
+            yield from events
+        for path in files or []:
+            yield from read_events(path)
+
+    total = len(events) if events is not None else None
+    if files and total is None:
+        counts = [count_events(p) for p in files]
+        total = sum(c for c in counts if c is not None) if all(c is not None for c in counts) else None
+    with Progress(TextColumn("[bold]publish"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress) as bar:
+        task = bar.add_task("publish", total=total)
+        for n, event in enumerate(source(), 1):  # type: ignore[arg-type]
+            while True:
+                try:
+                    producer.produce(topic, value=event.raw, key=key_of(event), on_delivery=delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.5)
+            producer.poll(0)
+            if n % 50 == 0:
+                bar.update(task, completed=n)
+        remaining = producer.flush(60)
+        bar.update(task, completed=result.sent + result.failed)
+    if remaining:
+        result.failed += remaining
+        result.errors.append(f"{remaining} events still undelivered after 60 s")
+    return result
+
+
+def publish_files(settings: Settings, files: list[Path], *, progress: bool = True) -> PublishResult:
+    return publish_events(settings, files=files, progress=progress)

@@ -1,0 +1,145 @@
+"""`neardup scan`: the whole pipeline over files on one machine, no Kafka."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from neardup_core.engine import Engine, EngineConfig, StateMismatch
+from neardup_core.events import EventError
+from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
+from neardup_core.hosttracker import HostTracker
+from neardup_core.inputs import RawEvent, count_events, read_events
+from neardup_core.messages import Rejection
+from neardup_core.page import Fetch
+from streams.settings import Settings
+
+
+@dataclass
+class ScanSummary:
+    events: int = 0
+    rejected: int = 0
+    decisions: int = 0
+    revisions: int = 0
+    host_signals: int = 0
+    seconds: float = 0.0
+    verdicts: Counter[str] = field(default_factory=Counter)
+    reject_reasons: Counter[str] = field(default_factory=Counter)
+
+    def print(self, console: Console) -> None:
+        table = Table(title="neardup scan", show_header=True)
+        table.add_column("")
+        table.add_column("count", justify="right")
+        rate = self.events / self.seconds if self.seconds else 0.0
+        table.add_row("events read", str(self.events))
+        table.add_row("rejected", str(self.rejected))
+        table.add_row("decision lines (revisions included)", str(self.decisions))
+        table.add_row("of which revisions", str(self.revisions))
+        for verdict, n in sorted(self.verdicts.items()):
+            table.add_row(f"URLs {verdict}", str(n))
+        if self.host_signals:
+            table.add_row("host signals", str(self.host_signals))
+        table.add_row("pages per second", f"{rate:.1f}")
+        console.print(table)
+        for reason, n in self.reject_reasons.most_common(5):
+            console.print(f"  rejected x{n}: {reason}")
+
+
+def _fingerprint_one(item: tuple[RawEvent, int, FingerprintSettings]) -> tuple[str, Any]:
+    """("ok", fetch) or ("reject", rejection); runs in the extraction pool."""
+    event, max_body, fp_settings = item
+    try:
+        return "ok", fingerprint_event(event.raw, key=event.key, max_body_bytes=max_body, settings=fp_settings)
+    except EventError as exc:
+        reason, stage = exc.reason, exc.stage
+    except Exception as exc:  # one bad page must not stop the scan: it goes to the rejects with the bug
+        reason, stage = f"internal error: {type(exc).__name__}: {exc}", "fingerprint"
+    return "reject", Rejection(reason, stage, event.origin, None, None, base64.b64encode(event.raw).decode())
+
+
+def _events(files: list[Path]) -> Iterator[RawEvent]:
+    for path in files:
+        yield from read_events(path)
+
+
+def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
+             hosts: Path | None = None, processes: int = 1, progress: bool = True) -> ScanSummary:
+    config = EngineConfig(settings.k, settings.design())
+    try:
+        engine = Engine(config, state)
+    except StateMismatch as exc:
+        raise SystemExit(str(exc)) from None
+    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
+    tracker = HostTracker.open(state / "hosts" if hosts else None, window_s=settings.host_window_s)
+    summary = ScanSummary()
+    latest: dict[str, str] = {}
+    started = time.perf_counter()
+    totals = [count_events(p) for p in files]
+    total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
+    items = ((event, settings.max_body_bytes, fp_settings) for event in _events(files))
+    pool = ProcessPoolExecutor(processes) if processes > 1 else None
+    results = pool.map(_fingerprint_one, items, chunksize=8) if pool else map(_fingerprint_one, items)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.open("wb") as out_fh, _maybe_open(rejects) as rejects_fh, _maybe_open(hosts) as hosts_fh,
+          Progress(TextColumn("[bold]scan"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                   TimeElapsedColumn(), disable=not progress, transient=False) as bar):
+        task = bar.add_task("scan", total=total, rate="")
+        for status, body in results:
+            summary.events += 1
+            if status == "reject":
+                summary.rejected += 1
+                summary.reject_reasons[body.error[:120]] += 1
+                if rejects_fh is not None:
+                    rejects_fh.write(body.to_json() + b"\n")
+            else:
+                fetch: Fetch = body
+                for decision, before in engine.decide(fetch):
+                    out_fh.write(decision.to_json() + b"\n")
+                    summary.decisions += 1
+                    summary.revisions += decision.revision > 1
+                    latest[decision.url] = decision.verdict
+                    for signal in tracker.observe(decision, before):
+                        summary.host_signals += 1
+                        if hosts_fh is not None:
+                            hosts_fh.write(signal.to_json() + b"\n")
+            if summary.events % 50 == 0 or summary.events == total:
+                elapsed = time.perf_counter() - started
+                bar.update(task, completed=summary.events, rate=f"{summary.events / elapsed:.0f} pages/s")
+        bar.update(task, completed=summary.events)
+        if hosts_fh is not None:
+            for signal in tracker.flush():
+                summary.host_signals += 1
+                hosts_fh.write(signal.to_json() + b"\n")
+    if pool:
+        pool.shutdown()
+    engine.close()
+    tracker.close()
+    summary.verdicts = Counter(latest.values())
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _maybe_open(path: Path | None) -> Any:
+    if path is None:
+        return _Null()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh: IO[bytes] = path.open("wb")
+    return fh

@@ -1,0 +1,96 @@
+"""`neardup tail`: a topic as JSON lines or a table."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from streams.settings import Settings
+
+TOPICS = {"decisions": "dedup.decisions", "hosts": "frontier.host-signals", "rejected": "pages.rejected"}
+COLUMNS = {
+    "decisions": ["url", "verdict", "duplicate_of", "distance", "revision", "complete"],
+    "hosts": ["host", "window_start", "pages", "same_host_duplicates", "dup_ratio", "penalty", "budget_factor",
+              "url_rules"],
+    "rejected": ["stage", "error", "topic", "partition", "offset"],
+}
+
+
+def read_topic(settings: Settings, what: str, *, idle_s: float | None = None, from_beginning: bool = True,
+               ) -> Iterator[tuple[bytes | None, dict[str, Any]]]:
+    """(key, value) of each message until `idle_s` pass without one (forever when None)."""
+    from confluent_kafka import Consumer, KafkaError
+
+    if what not in TOPICS:
+        raise SystemExit(f"unknown topic {what!r}: choose one of {', '.join(TOPICS)}")
+    consumer = Consumer({**settings.confluent_config(), "group.id": f"neardup-tail-{uuid.uuid4()}",
+                         "auto.offset.reset": "earliest" if from_beginning else "latest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([settings.topic(TOPICS[what])])
+    last = time.monotonic()
+    try:
+        while True:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if idle_s is not None and time.monotonic() - last > idle_s:
+                    return
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise SystemExit(f"kafka error: {msg.error()}")
+            last = time.monotonic()
+            if msg.value() is None:
+                continue
+            yield msg.key(), orjson.loads(msg.value())
+    finally:
+        consumer.close()
+
+
+def tail_topic(settings: Settings, what: str, *, fmt: str = "json", idle_s: float | None = None,
+               from_beginning: bool = True, latest: bool = False) -> None:
+    if fmt not in ("json", "table"):
+        raise SystemExit("--format is json or table")
+    messages = read_topic(settings, what, idle_s=idle_s, from_beginning=from_beginning)
+    if latest or fmt == "table":
+        last: dict[Any, dict[str, Any]] = {}
+        try:
+            for key, value in messages:
+                last[key] = value
+        except KeyboardInterrupt:
+            pass
+        rows: list[dict[str, Any]] = list(last.values())
+        if fmt == "json":
+            for row in rows:
+                sys.stdout.write(orjson.dumps(row).decode() + "\n")
+        else:
+            print_table(what, rows)
+        return
+    for _, value in messages:
+        sys.stdout.write(orjson.dumps(value).decode() + "\n")
+        sys.stdout.flush()
+
+
+def print_table(what: str, rows: list[dict[str, Any]], console: Console | None = None) -> None:
+    table = Table(title=TOPICS[what])
+    for col in COLUMNS[what]:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*[_cell(row.get(col)) for col in COLUMNS[what]])
+    (console or Console()).print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "; ".join(f"{r.get('kind')}:{r.get('param')} ({r.get('confidence')})" if isinstance(r, dict) else str(r)
+                         for r in value)
+    return str(value)

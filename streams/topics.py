@@ -1,0 +1,74 @@
+"""Topic names, their partitions and configs, and creating them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.settings import Settings
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    config: dict[str, str]
+    internal: bool = False
+    doc: str = ""
+
+
+def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """Every topic neardup reads or writes (Faust's own changelog topics aside)."""
+    compact = {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}
+    week = {"cleanup.policy": "delete", "retention.ms": str(7 * DAY_MS)}
+    t = settings.topic
+    return [
+        TopicSpec(t("pages.fetched"), week, doc="input: fetched pages, keyed by URL"),
+        TopicSpec(t("dedup.decisions"), compact, doc="one decision per URL (last revision wins)"),
+        TopicSpec(t("frontier.host-signals"), compact, doc="per-host trap signals (last one wins)"),
+        TopicSpec(t("pages.rejected"), {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)},
+                  doc="dead letters: bad events with the reason and the original bytes"),
+        TopicSpec(t("neardup.gather"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
+                  "internal: fetches, answers, revisions and ticks, keyed by URL"),
+        TopicSpec(t("neardup.probes"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
+                  "internal: one probe per table bucket, keyed by bucket"),
+        TopicSpec(t("neardup.hosts"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
+                  "internal: decision changes, keyed by host"),
+    ]
+
+
+def create_topics(settings: Settings, partitions: int, *, timeout_s: float = 30.0) -> dict[str, str]:
+    """Create the topics that do not exist yet: name -> 'created' or 'exists (N partitions)'."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(settings.confluent_config())
+    existing = admin.list_topics(timeout=timeout_s).topics
+    wanted = [NewTopic(s.name, num_partitions=partitions, replication_factor=-1, config=s.config)
+              for s in topic_specs(settings) if s.name not in existing]
+    out = {s.name: f"exists ({len(existing[s.name].partitions)} partitions)" for s in topic_specs(settings)
+           if s.name in existing}
+    if wanted:
+        for name, future in admin.create_topics(wanted, request_timeout=timeout_s).items():
+            future.result()
+            out[name] = f"created ({partitions} partitions)"
+    return out
+
+
+def internal_partitions(settings: Settings, *, timeout_s: float = 20.0) -> int:
+    """Partitions of the internal topics on the broker (they must all have the same count)."""
+    from confluent_kafka.admin import AdminClient
+
+    if settings.partitions:
+        return settings.partitions
+    admin = AdminClient(settings.confluent_config())
+    topics = admin.list_topics(timeout=timeout_s).topics
+    counts = {}
+    for spec in topic_specs(settings):
+        if spec.internal:
+            if spec.name not in topics:
+                raise SystemExit(f"topic {spec.name} does not exist on {settings.broker}: "
+                                 "run `neardup topics create --partitions N` first")
+            counts[spec.name] = len(topics[spec.name].partitions)
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"internal topics have different partition counts: {counts}")
+    return next(iter(counts.values()))
