@@ -1,0 +1,73 @@
+"""URL helpers shared by host scoring and URL-rule learning: the host key, path segments, query parameters.
+
+The host key (`host_of`) is the URL's hostname, lower-cased, without port, userinfo or trailing dot, and
+with a leading "www." kept: the crawl frontier keys politeness and budgets by hostname, and `www.a.example`
+and `a.example` may be different servers. Where two hostnames of one site should count as the same host
+(a www / bare mirror duplicating its own pages is not syndication), compare `site_of` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+
+def host_of(url: str) -> str:
+    """The host key of a URL: lower-cased hostname, no port, no trailing dot ("" when there is none)."""
+    return (urlsplit(url).hostname or "").rstrip(".")
+
+
+def site_of(host: str) -> str:
+    """The host without a leading "www.", so that a www / bare pair of hostnames compares equal."""
+    host = host.lower().rstrip(".")
+    return host[4:] if host.startswith("www.") else host
+
+
+def same_site(host_a: str, host_b: str) -> bool:
+    """True when two hostnames name the same site (equal up to case, trailing dot and a leading "www.")."""
+    return site_of(host_a) == site_of(host_b)
+
+
+def path_of(url: str) -> str:
+    """The raw path of a URL (matrix parameters included), "/" when empty."""
+    return urlsplit(url).path or "/"
+
+
+def path_segments(path: str) -> list[str]:
+    """The non-empty segments of a path: "/a//b/" gives ["a", "b"]."""
+    return [segment for segment in path.split("/") if segment]
+
+
+def split_matrix(segment: str) -> tuple[str, dict[str, str]]:
+    """A path segment without its matrix parameters, and those parameters: "t;jsessionid=A1" gives
+    ("t", {"jsessionid": "A1"})."""
+    bare, *params = segment.split(";")
+    out: dict[str, str] = {}
+    for param in params:
+        name, _, value = param.partition("=")
+        if name:
+            out[name.lower()] = value
+    return bare, out
+
+
+def query_params(url: str) -> dict[str, tuple[str, ...]]:
+    """The query parameters of a URL, each name with its values in order (blank values kept)."""
+    out: dict[str, list[str]] = {}
+    for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        out.setdefault(name, []).append(value)
+    return {name: tuple(values) for name, values in out.items()}
+
+
+def without_query_params(url: str, names: Iterable[str]) -> str:
+    """The URL with every occurrence of the named query parameters removed, the others kept in order."""
+    drop = set(names)
+    parts = urlsplit(url)
+    if not parts.query or not drop:
+        return url
+    kept = [(n, v) for n, v in parse_qsl(parts.query, keep_blank_values=True) if n not in drop]
+    return urlunsplit(parts._replace(query=urlencode(kept)))
+
+
+def with_path(url: str, path: str) -> str:
+    """The URL with its path replaced."""
+    return urlunsplit(urlsplit(url)._replace(path=path))
