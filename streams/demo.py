@@ -37,7 +37,7 @@ def start_local_kafka(workdir: Path, console: Console) -> str:
     if not LOCAL_KAFKA.exists():
         raise SystemExit(f"{LOCAL_KAFKA} is missing: run the demo from a checkout, or set NEARDUP_BROKER")
     console.print("[bold]starting a local Kafka broker[/] (the first run fetches it with Maven)")
-    result = subprocess.run([str(LOCAL_KAFKA), "start", "--port", str(_free_port()), "--dir", str(workdir)],
+    result = subprocess.run([str(LOCAL_KAFKA), "start", "--port", "0", "--dir", str(workdir)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
         raise SystemExit("deploy/local-kafka start failed (its log tail is above)")

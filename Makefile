@@ -1,0 +1,52 @@
+# The README's two commands:
+#   make demo   a local Kafka, a worker and a generated crawl; prints decisions and host signals
+#   make test   every test, including the integration tests against a real Kafka broker
+# Both create .venv (python3 -m venv) if it is missing and reinstall the project into it whenever
+# pyproject.toml changes. Nothing else needs installing by hand: the broker's jars are fetched with
+# Maven on first use (Java 17 and Maven must be on PATH).
+#
+#   make test PYTEST_ARGS="tests/unit -x"     choose what pytest runs (default: tests)
+#   make kafka-start [KAFKA_PORT=9092] [KAFKA_DIR=...]   a broker for your own experiments
+#   make kafka-stop  [KAFKA_PORT=9092] [KAFKA_DIR=...]
+
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?= tests
+KAFKA_PORT ?= 9092
+KAFKA_DIR ?=
+
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PIP_FLAGS := --disable-pip-version-check --progress-bar off
+KAFKA_WHERE := --port $(KAFKA_PORT) $(if $(KAFKA_DIR),--dir $(KAFKA_DIR))
+
+.PHONY: test demo venv kafka-jars kafka-start kafka-stop kafka-status
+
+test: $(STAMP) kafka-jars
+	$(PY) -m pytest -ra $(PYTEST_ARGS)
+
+demo: $(STAMP) kafka-jars
+	$(VENV)/bin/neardup demo
+
+venv: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
+	touch $@
+
+# Fetches the broker's jars into ~/.cache/neardup (a no-op once cached) here rather than inside the first
+# integration test. Not fatal: without Java/Maven the broker fixture reports the problem itself.
+kafka-jars:
+	-@deploy/local-kafka fetch
+
+kafka-start:
+	deploy/local-kafka start $(KAFKA_WHERE)
+
+kafka-stop:
+	deploy/local-kafka stop $(KAFKA_WHERE)
+
+kafka-status:
+	deploy/local-kafka status $(KAFKA_WHERE)
