@@ -37,6 +37,7 @@ from streams.topics import internal_partitions
 
 log = logging.getLogger("neardup")
 RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+RAW_TABLE = {"key_type": bytes, "value_type": bytes}  # bytes types make Faust use the raw codec
 
 
 def now_ms() -> int:
@@ -106,10 +107,10 @@ def create_app(settings: Settings) -> faust.App:
     rejected_topic = app.topic(settings.topic("pages.rejected"), **RAW)
 
     table_options = {"block_cache_size": 32 * 1024 * 1024}
-    urls = app.Table("urls", partitions=partitions, options=table_options, **RAW)
-    pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW)
-    index = app.Table(f"index-{design.name}", partitions=partitions, store=STORE_URL, options=table_options, **RAW)
-    host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW)
+    urls = app.Table("urls", partitions=partitions, options=table_options, **RAW_TABLE)
+    pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
+    index = app.Table(f"index-{design.name}", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
+    host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
     host_policy = HostPolicy(window_s=settings.host_window_s)
     received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric
 

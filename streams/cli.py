@@ -50,7 +50,7 @@ def worker(
 
     settings = load()
     faust_app = create_app(settings)
-    Worker(faust_app, loglevel=loglevel, web_port=settings.web_port).execute_from_commandline()
+    Worker(faust_app, loglevel=loglevel).execute_from_commandline()
 
 
 @topics_app.command("create")

@@ -8,6 +8,7 @@ partition's own RocksDB, and deletes from the current event's partition only.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from faust.stores import STORES
@@ -15,19 +16,27 @@ from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
 from rocksdict import ReadOptions
 
-STORE_URL = "neardup-rocks://"
+# a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
+STORE_URL = "neardup-rocks://local"
 
 
 class PrefixRocksStore(RocksDBStore):
+    @property
+    def basename(self) -> Path:
+        """The table name, as for `rocksdb://` tables (Faust reads it from the URL's path)."""
+        return Path(self.table_name)
+
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """Items of one partition with lo <= key < hi, in key order."""
+        """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
         read = ReadOptions()
         read.set_iterate_lower_bound(lo)
         read.set_iterate_upper_bound(hi)
         it = self._db_for_partition(partition).iter(read)
         it.seek(lo)
         while it.valid():
-            yield it.key(), it.value()
+            key = it.key()
+            if key != self.offset_key:
+                yield key, it.value()
             it.next()
 
     def _del(self, key: bytes) -> None:
