@@ -5,7 +5,8 @@ current (the latest fetch), and the last decision published. Everything it does 
 and monotone, so replays and duplicate deliveries re-send at most an equal decision:
 
 1. A fetch of a known body at a time no earlier than the version's first fetch is a recrawl of
-   unchanged content: the version's decision comes back without a probe.
+   unchanged content: the version's decision comes back without a probe (if the version is
+   still waiting for answers, its probes go out again: idempotent, and a crash may have lost them).
 2. A new body (or an earlier fetch of a known one, which improves its rank) starts a probe
    round: one probe per table, answers counted per table for that round.
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
@@ -99,6 +100,9 @@ class Gather:
         probes: list[Probe] = []
         if known is not None and fetch.fetched_at_ms >= known.fetch.fetched_at_ms:
             known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
+            if not known.complete and known.page is not None:
+                # a replay after a crash may find the round started but its probes never sent
+                probes = probes_for(self.design, known.page)
         elif known is not None:
             known.fetch = fetch
             known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)

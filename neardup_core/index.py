@@ -129,6 +129,8 @@ def probe_bucket(store: Store, probe: Probe, k: int) -> tuple[Answer, list[Revis
             back = match_of(other, page, k)
             assert back is not None
             revisions.append(Revision(other.url, other.version_id, back))
-    if stored is None or stored.fetched_at_ms > page.fetched_at_ms:
-        store.put(probe.entry_key, encode_entry(page))
+    # written even when present: a crash may have left the entry in the local store but not in
+    # the changelog the store is recovered from elsewhere
+    keep = stored if stored is not None and stored.fetched_at_ms <= page.fetched_at_ms else page
+    store.put(probe.entry_key, encode_entry(keep))
     return Answer(page.url, page.version_id, page.fetched_at_ms, probe.table, best), revisions

@@ -97,6 +97,9 @@ def create_app(settings: Settings) -> faust.App:
         autodiscover=False,
         table_cleanup_interval=3600.0,
         stream_wait_empty=True,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 4),
+        consumer_group_instance_id=settings.group_instance_id or None,
     )
     fetched = app.topic(settings.topic("pages.fetched"), **RAW)
     gather_topic = app.topic(settings.topic("neardup.gather"), partitions=partitions, **RAW)

@@ -63,6 +63,11 @@ class Settings:
     tick_interval_s: float = field(default_factory=lambda: _float("NEARDUP_TICK_INTERVAL_S", 5.0))
     extract_processes: int = field(default_factory=lambda: _int("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1))
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
+    session_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_SESSION_TIMEOUT_S", 60.0))
+    """How long the group waits for a silent worker before giving its partitions to others."""
+    group_instance_id: str = field(default_factory=lambda: _env("NEARDUP_GROUP_INSTANCE_ID", ""))
+    """Static group membership (e.g. the pod name): a restart within the session timeout keeps
+    the worker's partitions without a rebalance."""
     host_window_s: int = field(default_factory=lambda: _int("NEARDUP_HOST_WINDOW_S", 3600))
     """Window of the per-host statistics, by fetch time."""
     security_protocol: str = field(default_factory=lambda: _env("NEARDUP_SECURITY_PROTOCOL", "PLAINTEXT"))

@@ -53,6 +53,7 @@ class Pipeline:
             "NEARDUP_DATA_DIR": str(self.workdir / f"data-{name}"),
             "NEARDUP_WEB_PORT": str(self.ports.setdefault(name, free_port())),
             "NEARDUP_MAX_BODY_BYTES": "200000",
+            "NEARDUP_SESSION_TIMEOUT_S": "10",
             "NEARDUP_TICK_INTERVAL_S": "1",
             "NEARDUP_DECISION_TIMEOUT_S": "120",
             "NEARDUP_EXTRACT_PROCESSES": "1",
