@@ -91,7 +91,7 @@ class Engine:
         probes, decisions = self.gather.on_fetch(state, fetch, now)
         emit(decisions, before)
         for probe in probes:
-            answer, revisions = probe_bucket(self.index, probe, self.config.k)
+            answer, revisions = probe_bucket(self.index, probe, self.config.design, self.config.k)
             before = state.last_decision()
             emit(self.gather.on_answer(state, answer, now), before)
             for revision in revisions:

@@ -6,7 +6,8 @@ must learn that a better copy exists). Inserting is idempotent: an entry is keye
 fingerprint and version, and keeps the earliest fetch time it has seen, so replays and
 duplicate deliveries change nothing. Probe-then-insert on a bucket must be serialised, which a
 single writer per bucket (one partition, one agent) gives; then of two pages within k bits,
-whichever is inserted second sees the first in a shared bucket.
+whichever is inserted second sees the first in a shared bucket. Two pages that share several
+buckets exchange one revision, from the first shared table (`first_shared_table`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,25 @@ def decode_entry(raw: bytes) -> PageVersion:
     return PageVersion.from_list(orjson.loads(raw))
 
 
-def probe_bucket(store: Store, probe: Probe, k: int) -> tuple[Answer, list[Revision]]:
+def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
+    """The first table (digests, then near tables in order) where two pages share a bucket.
+
+    Two matching pages usually meet in several tables; only the probe of this one sends the
+    revision, so a worse page hears of a better one once, not once per table.
+    """
+    if a.text_sha256 == b.text_sha256:
+        return TEXT_TABLE
+    if a.body_sha256 == b.body_sha256:
+        return BODY_TABLE
+    if a.simhash is None or b.simhash is None:
+        return None
+    for table in range(design.table_count):
+        if design.bucket(a.simhash, table) == design.bucket(b.simhash, table):
+            return table
+    return None
+
+
+def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions."""
     page = probe.page
     rank = page.rank
@@ -125,7 +144,7 @@ def probe_bucket(store: Store, probe: Probe, k: int) -> tuple[Answer, list[Revis
             continue
         if other.rank < rank:
             best = better(best, found)
-        else:
+        elif probe.table == first_shared_table(design, page, other):
             back = match_of(other, page, k)
             assert back is not None
             revisions.append(Revision(other.url, other.version_id, back))

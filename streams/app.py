@@ -20,6 +20,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 import faust
+from faust.transport.producer import ProducerBuffer
 from aiokafka.helpers import create_ssl_context
 
 from neardup_core.events import EventError
@@ -75,6 +76,9 @@ def broker_credentials(settings: Settings) -> Any:
 
 
 def create_app(settings: Settings) -> faust.App:
+    # Faust pauses the stream to flush table changelogs whenever more than 100 wait; every event
+    # here writes a table, so that pause came at nearly every event.
+    ProducerBuffer.max_messages = 5000
     partitions = internal_partitions(settings)
     design = settings.design()
     gather = Gather(design, settings.k, timeout_ms=int(settings.decision_timeout_s * 1000))
@@ -97,6 +101,7 @@ def create_app(settings: Settings) -> faust.App:
         autodiscover=False,
         table_cleanup_interval=3600.0,
         stream_wait_empty=True,
+        producer_linger=0.005,
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 4),
         consumer_group_instance_id=settings.group_instance_id or None,
@@ -207,7 +212,7 @@ def create_app(settings: Settings) -> faust.App:
         async for event in stream.events():
             probe = records.decode_probe(event.message.value)
             started = time.perf_counter()
-            answer, revisions = probe_bucket(PartitionView(index, event.message.partition), probe, settings.k)
+            answer, revisions = probe_bucket(PartitionView(index, event.message.partition), probe, design, settings.k)
             metrics.PROBE_SECONDS.observe(time.perf_counter() - started)
             metrics.PROBES.inc()
             await gather_topic.send(key=answer.url.encode(), value=records.encode_gather(answer))

@@ -35,11 +35,11 @@ def found_within(design: TableDesign, stored: list[int], query: int) -> set[int]
     store = MemoryStore()
     for i, fp in enumerate(stored):
         for probe in probes_for(design, page(i, fp)):
-            probe_bucket(store, probe, design.k)
+            probe_bucket(store, probe, design, design.k)
     q = page(len(stored), query)  # ranked after every stored page: every match is an answer
     hits: set[int] = set()
     for probe in probes_for(design, q):
-        answer, _ = probe_bucket(store, probe, design.k)
+        answer, _ = probe_bucket(store, probe, design, design.k)
         if answer.best is not None:
             hits.add(int(answer.best.candidate.url.rsplit("/", 1)[1]))
     # the answer holds only each table's best match; collect all by scanning the probe buckets
