@@ -19,7 +19,7 @@ class FingerprintSettings:
     """`shingle_size` words per feature; below `min_features` distinct features a page is
     checked by its digests only (its SimHash would be unstable)."""
 
-    shingle_size: int = 3
+    shingle_size: int = 2
     min_features: int = 8
 
 

@@ -34,7 +34,7 @@ from neardup_core.page import Fetch
 from streams import metrics, records
 from streams.settings import Settings
 from streams.stores import STORE_URL, PartitionView
-from streams.topics import internal_partitions
+from streams.topics import internal_partitions, table_names
 
 log = logging.getLogger("neardup")
 RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
@@ -117,7 +117,7 @@ def create_app(settings: Settings) -> faust.App:
     table_options = {"block_cache_size": 32 * 1024 * 1024}
     urls = app.Table("urls", partitions=partitions, options=table_options, **RAW_TABLE)
     pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
-    index = app.Table(f"index-{design.name}", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
+    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
     host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
     host_policy = HostPolicy(window_s=settings.host_window_s)
     received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric

@@ -55,7 +55,7 @@ class Settings:
     """Expected number of stored pages, for `auto` table designs."""
     max_body_bytes: int = field(default_factory=lambda: _int("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024))
     """Bodies larger than this are rejected."""
-    shingle_size: int = field(default_factory=lambda: _int("NEARDUP_SHINGLE_SIZE", 3))
+    shingle_size: int = field(default_factory=lambda: _int("NEARDUP_SHINGLE_SIZE", 2))
     min_features: int = field(default_factory=lambda: _int("NEARDUP_MIN_FEATURES", 8))
     """Pages with fewer distinct shingles are checked by digest only."""
     decision_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_DECISION_TIMEOUT_S", 30.0))

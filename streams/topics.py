@@ -37,15 +37,32 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     ]
 
 
+TABLES = ("urls", "pending", "hosts")
+
+
+def table_names(settings: Settings) -> list[str]:
+    """The worker's Faust tables; the index table is named after its design, so that another
+    design starts an index of its own instead of mixing keys of two designs."""
+    return [*TABLES, f"index-{settings.design().name}"]
+
+
+def changelog_specs(settings: Settings) -> list[TopicSpec]:
+    """Faust's changelog topics of the worker's tables (`{app_id}-{table}-changelog`), created
+    up front: a worker that starts before they exist can read empty metadata and fail."""
+    return [TopicSpec(f"{settings.app_id}-{table}-changelog", {"cleanup.policy": "compact"}, True,
+                      f"internal: changelog of the {table} table") for table in table_names(settings)]
+
+
 def create_topics(settings: Settings, partitions: int, *, timeout_s: float = 30.0) -> dict[str, str]:
     """Create the topics that do not exist yet: name -> 'created' or 'exists (N partitions)'."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(settings.confluent_config())
     existing = admin.list_topics(timeout=timeout_s).topics
+    specs = topic_specs(settings) + changelog_specs(settings)
     wanted = [NewTopic(s.name, num_partitions=partitions, replication_factor=-1, config=s.config)
-              for s in topic_specs(settings) if s.name not in existing]
-    out = {s.name: f"exists ({len(existing[s.name].partitions)} partitions)" for s in topic_specs(settings)
+              for s in specs if s.name not in existing]
+    out = {s.name: f"exists ({len(existing[s.name].partitions)} partitions)" for s in specs
            if s.name in existing}
     if wanted:
         for name, future in admin.create_topics(wanted, request_timeout=timeout_s).items():
@@ -71,4 +88,8 @@ def internal_partitions(settings: Settings, *, timeout_s: float = 20.0) -> int:
             counts[spec.name] = len(topics[spec.name].partitions)
     if len(set(counts.values())) != 1:
         raise SystemExit(f"internal topics have different partition counts: {counts}")
-    return next(iter(counts.values()))
+    partitions = next(iter(counts.values()))
+    missing = [spec.name for spec in changelog_specs(settings) if spec.name not in topics]
+    if missing:
+        create_topics(settings, partitions, timeout_s=timeout_s)
+    return partitions

@@ -1,0 +1,138 @@
+"""Main-content extraction with jusText: the text a near-duplicate check should compare.
+
+jusText splits a page into paragraphs and keeps those that read like prose (long enough, with enough
+stopwords, few links), judging short ones by their neighbours. Three choices around it:
+
+* **Stoplist.** The caller's language (e.g. Content-Language), else the page's ``<html lang>`` or
+  Content-Language meta, else the stoplist with the most hits on the page's words (the longest
+  paragraphs' words, so a toolbar or menu in another language does not decide). A declared
+  language is checked against the words: when its stoplist gets under half the hits of the best
+  one, the page is not in that language (templates often keep ``lang="en"``) and the guess wins.
+  With no usable declaration and no clear guess, the union of all stoplists is used.
+* **Fallback.** When jusText keeps nothing, the page's full visible text (every paragraph, without
+  script, style or noscript) is the main text, so a page of short items is not an empty page.
+* **Engine.** ``"fast"`` (the default) is `neardup_core.fastjustext`: the same paragraphs and
+  decisions as stock jusText, several times faster (see bench/bench_extract.py). ``"justext"`` runs
+  stock jusText's own preprocessing and paragraph maker, for reference.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import justext.core
+from lxml import etree
+
+from neardup_core import fastjustext
+from neardup_core.stoplists import (
+    MAX_DETECT_WORDS,
+    best_stoplist,
+    declared_language,
+    stoplist,
+    stoplist_for,
+    stoplist_hits,
+    union_stoplist,
+)
+
+Engine = Literal["fast", "justext"]
+ENGINES: tuple[Engine, ...] = ("fast", "justext")
+_NOSCRIPT = re.compile(r"<noscript", re.IGNORECASE)
+# A declared language stands unless its stoplist gets less than this share of the best one's hits.
+DECLARED_MIN_HIT_RATIO = 0.5
+
+
+class ExtractError(ValueError):
+    """The HTML could not be parsed at all."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """The main content of a page.
+
+    `text` is the kept paragraphs joined by newlines; `language` the stoplist used (a jusText name
+    such as ``"English"``, None for the union); `boilerplate_ratio` the share of the characters of all
+    paragraphs that jusText classed as boilerplate; `fallback` is True when jusText kept nothing and
+    the full visible text was used instead.
+    """
+
+    text: str
+    paragraphs: tuple[str, ...]
+    language: str | None
+    boilerplate_ratio: float
+    fallback: bool
+
+
+EMPTY = Extraction(text="", paragraphs=(), language=None, boilerplate_ratio=0.0, fallback=False)
+
+
+def extract(html: str, *, language: str | None = None, engine: Engine = "fast") -> Extraction:
+    """The main content of `html`. Empty or whitespace-only HTML (or a document without elements)
+    gives an empty `Extraction`; malformed HTML is parsed leniently; raises `ExtractError` only when
+    the parser gives up entirely."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    if not html or html.isspace():
+        return EMPTY
+    try:
+        paragraphs = _paragraphs(html, engine)
+    except etree.ParserError as exc:
+        if "empty" in str(exc).lower():
+            return EMPTY
+        raise ExtractError(f"HTML parser failed: {exc}") from None
+    except (etree.LxmlError, ValueError, justext.core.JustextError) as exc:
+        raise ExtractError(f"HTML parser failed: {exc}") from None
+    name = choose_stoplist(html, [p.text for p in paragraphs], language)
+    words = stoplist(name) if name else union_stoplist()
+    if engine == "fast":
+        fastjustext.classify(paragraphs, words)
+    else:
+        justext.core.classify_paragraphs(paragraphs, words)
+        justext.core.revise_paragraph_classification(paragraphs)
+    kept = tuple(p.text for p in paragraphs if p.class_type == "good")
+    total = sum(len(p.text) for p in paragraphs)
+    ratio = 1.0 - sum(map(len, kept)) / total if total else 0.0
+    if kept:
+        return Extraction("\n".join(kept), kept, name, ratio, fallback=False)
+    # jusText's cleaning already dropped scripts and styles; drop noscript too, if there is any.
+    if _NOSCRIPT.search(html):
+        paragraphs = _paragraphs(html, engine, visible_only=True)
+    visible = tuple(p.text for p in paragraphs if p.text)
+    return Extraction("\n".join(visible), visible, name, ratio, fallback=bool(visible))
+
+
+def choose_stoplist(html: str, texts: list[str], language: str | None = None) -> str | None:
+    """The jusText stoplist for a page whose paragraphs are `texts` (see the module docstring), or
+    None for the union of all stoplists."""
+    # The longest paragraphs first: the main text, not a toolbar or menu in another language.
+    sample: list[str] = []
+    count = 0
+    for text in sorted(texts, key=len, reverse=True):
+        sample.append(text)
+        count += text.count(" ") + text.count("\n") + 1  # paragraph text is whitespace-normalised
+        if count >= MAX_DETECT_WORDS:
+            break
+    words = " ".join(sample).split()[:MAX_DETECT_WORDS]
+    declared = stoplist_for(language) or stoplist_for(declared_language(html))
+    hits = stoplist_hits(words)
+    guessed = best_stoplist(hits, len(words))
+    if declared is None or guessed is None or guessed == declared:
+        return declared or guessed
+    return declared if hits.get(declared, 0) >= DECLARED_MIN_HIT_RATIO * hits[guessed] else guessed
+
+
+def _paragraphs(html: str, engine: Engine, *, visible_only: bool = False) -> list[Any]:
+    """jusText's unclassified paragraphs of `html` by `engine`; `visible_only` also drops noscript."""
+    extra_kill = ("noscript",) if visible_only else ()
+    if engine == "fast":
+        return fastjustext.paragraphs_of(html, extra_kill=extra_kill)
+    dom = justext.core.preprocessor(justext.core.html_to_dom(html))
+    if extra_kill:
+        etree.strip_elements(dom, *extra_kill, with_tail=False)
+    paragraphs: list[Any] = justext.core.ParagraphMaker.make_paragraphs(dom)
+    return paragraphs

@@ -1,0 +1,654 @@
+"""jusText, faster: the same paragraphs and the same decisions at several times the speed.
+
+Stock `justext.justext` spends its time outside the classifier: it copies the lxml tree to clean it
+with `lxml_html_clean.Cleaner` (Python loops over every element), replays the tree as SAX events
+(a namespace map, an attribute object and a path string per element), builds a `Paragraph` with its
+dom path and xpath at every block boundary (most of them empty), and renormalises each paragraph's
+whitespace with a Python callback every time its text is read.
+
+Here the same steps take a shorter road, each reproducing what stock jusText produces:
+
+1. parse with a plain `lxml.etree.HTMLParser` and choose the root as `lxml.html.fromstring` does;
+2. clean with lxml's C-level `strip_elements` / `strip_tags`, removing what the Cleaner removes with
+   jusText's options (lxml reads adjacent text nodes as one string, exactly like the Cleaner's
+   `drop_tree` / `drop_tag` concatenations);
+3. walk the tree once, applying `justext.core.ParagraphMaker`'s rules (block tags and ``<br><br>``
+   split paragraphs, link characters counted per text node); paths are linked nodes that become
+   strings only for paragraphs that hold text;
+4. classify with jusText's own `classify_paragraphs` and `revise_paragraph_classification`, with
+   its default parameters, on `Paragraph` objects whose text and counts are computed once.
+
+`bench/bench_extract.py` measures speed and agreement (identical kept paragraphs) on the corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import accumulate
+
+from justext.core import (
+    PARAGRAPH_TAGS,
+    classify_paragraphs,
+    define_stoplist,
+    revise_paragraph_classification,
+)
+from justext.paragraph import HEADINGS_PATTERN, Paragraph
+from lxml import etree
+from lxml.html import defs
+
+# What jusText's preprocessor (lxml_html_clean.Cleaner with jusText's options) deletes with its
+# content (`kill`), and what it unwraps, keeping the content (`remove`).
+KILL_TAGS = ("head", "script", "style", "applet", "button", "input", "select", "textarea", "base")
+REMOVE_TAGS = ("form", "iframe", "embed", "layer", "object", "param")
+_KILL = frozenset(KILL_TAGS)
+_REMOVE = frozenset(REMOVE_TAGS)
+_FULL_HTML = re.compile(r"^\s*<(?:html|!doctype)", re.IGNORECASE)
+_NEWLINE = re.compile(r"[\n\r]")
+_NO_ATTRIBUTES: dict[str, str] = {}
+_AFTER_ROOT = 1 << 62  # a skip depth that never returns to zero
+# libxml2 builds no element deeper than this (without its "huge" option) and stops parsing there.
+MAX_DEPTH = 256
+# What a tag means to the cleaner and the paragraph maker, in one lookup (cleaner kinds last).
+_INLINE, _BLOCK, _BR, _ANCHOR, _KILLED, _REMOVED, _LINK, _IMAGE = range(8)
+_TAG_KINDS: dict[str, int] = {
+    **dict.fromkeys(PARAGRAPH_TAGS, _BLOCK), **dict.fromkeys(KILL_TAGS, _KILLED),
+    **dict.fromkeys(REMOVE_TAGS, _REMOVED), "br": _BR, "a": _ANCHOR, "link": _LINK, "image": _IMAGE,
+}
+
+
+def normalize_whitespace(text: str) -> str:
+    """`justext.utils.normalize_whitespace` without its per-match Python callback: every run of
+    whitespace becomes one newline if it holds a ``\\n`` or ``\\r``, else one space."""
+    if not text:
+        return text
+    lead = text[0].isspace()
+    trail = text[-1].isspace()
+    core = text.strip()
+    if not core:
+        return "\n" if "\n" in text or "\r" in text else " "
+    if "\n" in core or "\r" in core:
+        core = "\n".join(filter(None, (" ".join(part.split()) for part in _NEWLINE.split(core))))
+    else:
+        core = " ".join(core.split())
+    if lead:
+        head = text[: len(text) - len(text.lstrip())]
+        core = ("\n" if "\n" in head or "\r" in head else " ") + core
+    if trail:
+        tail = text[len(text.rstrip()) :]
+        core += "\n" if "\n" in tail or "\r" in tail else " "
+    return core
+
+
+def _normalized_length(chunk: str) -> int:
+    """len(normalize_whitespace(chunk)) for a chunk that is not blank, without building it."""
+    if "  " not in chunk and chunk.isprintable():  # only single spaces: already normal
+        return len(chunk)
+    words = chunk.split()
+    return sum(map(len, words)) + len(words) - 1 + chunk[0].isspace() + chunk[-1].isspace()
+
+
+def _normalize_stripped(text: str) -> str:
+    """`normalize_whitespace` for a text without leading or trailing whitespace."""
+    # Printable text has no whitespace but the space (all others are Unicode separators or controls).
+    if "  " not in text and text.isprintable():
+        return text
+    if "\n" in text or "\r" in text:
+        return "\n".join(filter(None, (" ".join(part.split()) for part in _NEWLINE.split(text))))
+    return " ".join(text.split())
+
+
+# A path node is a list [tag, order among same-tag siblings, parent node, sibling counts of its
+# children, dom path, xpath, is a heading]: cheaper to make than an object, and made once per element.
+# The dom path is built with the node (a paragraph's class depends on it); the xpath and the heading
+# test (`Paragraph.is_heading`: an h<digit> element on the dom path) only when a paragraph asks, and
+# then shared with the paragraphs of the same node.
+_TAG, _ORDER, _PARENT, _CHILDREN, _DOM, _XPATH, _HEADING = range(7)
+PathNode = list
+
+
+def _xpath(node: PathNode) -> str:
+    if node[_XPATH] is None:
+        parent = node[_PARENT]
+        prefix = "" if parent is None else _xpath(parent)
+        node[_XPATH] = f"{prefix}/{node[_TAG]}[{node[_ORDER]}]"
+    return node[_XPATH]  # type: ignore[no-any-return]
+
+
+class FastParagraph(Paragraph):
+    """A `justext.paragraph.Paragraph` whose text, length and word count are computed once, not on
+    every access, and whose stopword count `classify` computes for all paragraphs in one pass.
+
+    `text_nodes` holds the raw text nodes; `text` is their whitespace-normalised concatenation, equal
+    to what the stock class computes from its normalised nodes. `xpath` is built on first access.
+    """
+
+    # Slots are quicker to set than the base class's instance dict, and they replace its `text` and
+    # `is_heading` properties with plain values.
+    __slots__ = ("text", "is_heading", "dom_path", "text_nodes", "chars_count_in_links", "tags_count",
+                 "class_type", "cf_class", "heading", "_path", "_length", "_words", "_stopwords")
+
+    def __init__(self, path: PathNode | None, text_nodes: list[str], chars_in_links: int,
+                 tags_count: int) -> None:
+        self._path = path
+        if path is None:
+            self.dom_path = ""
+            self.is_heading = False
+        else:
+            self.dom_path = path[_DOM]
+            heading = path[_HEADING]
+            if heading is None:
+                heading = path[_HEADING] = bool(HEADINGS_PATTERN.search(path[_DOM]))
+            self.is_heading = heading
+        self.text_nodes = text_nodes
+        self.chars_count_in_links = chars_in_links
+        self.tags_count = tags_count
+        self.class_type = ""
+        raw = text_nodes[0] if len(text_nodes) == 1 else "".join(text_nodes)
+        text = self.text = _normalize_stripped(raw.strip())
+        self._length = len(text)
+        # Normalised text has one space or newline between words.
+        self._words = text.count(" ") + text.count("\n") + 1 if text else 0
+        self._stopwords: tuple[frozenset[str], int] | None = None
+
+    @property
+    def xpath(self) -> str:
+        return "/" if self._path is None else _xpath(self._path)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def words_count(self) -> int:
+        return self._words
+
+    def stopwords_count(self, stopwords: frozenset[str]) -> int:
+        known = self._stopwords
+        if known is not None and known[0] is stopwords:
+            return known[1]
+        # Lower-casing the text then splitting it gives the same words as splitting then lower-casing.
+        return sum(map(stopwords.__contains__, self.text.lower().split()))
+
+    def stopwords_density(self, stopwords: frozenset[str]) -> float:
+        if not self._words:
+            return 0
+        return self.stopwords_count(stopwords) / self._words
+
+    def links_density(self) -> float:
+        if not self._length:
+            return 0
+        return self.chars_count_in_links / self._length
+
+
+def count_stopwords(paragraphs: list[FastParagraph], stopwords: frozenset[str]) -> None:
+    """Count the stopwords of all paragraphs in one pass over their joined text (one lower-casing,
+    one split, one C-level membership map) and remember the counts for `stopwords`."""
+    flags = map(stopwords.__contains__, "\n".join([p.text for p in paragraphs]).lower().split())
+    totals = list(accumulate(flags, initial=0))
+    start = 0
+    for paragraph in paragraphs:
+        end = start + paragraph._words
+        paragraph._stopwords = (stopwords, totals[end] - totals[start])
+        start = end
+
+
+def parse_root(html: str) -> etree._Element:
+    """The element `lxml.html.fromstring` returns for `html` (the document, or the single fragment
+    element, or a div/span around several), built from plain lxml elements.
+
+    A string with an XML encoding declaration cannot be parsed as text; like jusText, it is parsed
+    from its UTF-8 bytes, but told they are UTF-8. Raises `etree.ParserError` for a document without
+    elements.
+    """
+    try:
+        doc = etree.fromstring(html, etree.HTMLParser())
+    except ValueError:
+        doc = etree.fromstring(html.encode("utf-8", "replace"), etree.HTMLParser(encoding="utf-8"))
+    if doc is None:
+        raise etree.ParserError("Document is empty")
+    if _FULL_HTML.match(html):
+        return doc
+    bodies = doc.findall("body")
+    body = bodies[0] if bodies else None
+    if body is not None:
+        for other in bodies[1:]:
+            if other.text:
+                if len(body):
+                    body[-1].tail = (body[-1].tail or "") + other.text
+                else:
+                    body.text = (body.text or "") + other.text
+            body.extend(other)
+            _drop_tree(other)
+    heads = doc.findall("head")
+    if heads:
+        for other in heads[1:]:
+            heads[0].extend(other)
+            _drop_tree(other)
+        return doc
+    if body is None:
+        return doc
+    if (len(body) == 1 and (not body.text or not body.text.strip())
+            and (not body[-1].tail or not body[-1].tail.strip())):
+        return body[0]
+    body.tag = "div" if any(el.tag in defs.block_tags for el in body.iter(etree.Element)) else "span"
+    return body
+
+
+def _drop_tree(el: etree._Element) -> None:
+    """`lxml.html.HtmlElement.drop_tree` for a plain element: remove it, keep its tail text."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
+
+
+def clean(root: etree._Element, extra_kill: tuple[str, ...] = ()) -> None:
+    """Remove in place what jusText's preprocessor removes, in the Cleaner's order (and the elements
+    named in `extra_kill`, with their content)."""
+    if root.tag in _KILL or root.tag in extra_kill:
+        if root.tag != "html":
+            root.tag = "div"
+        root.clear()
+        return
+    if root.tag in _REMOVE:
+        root.tag = "div"
+        root.attrib.clear()
+    for el in root.iter("image"):
+        el.tag = "img"
+    stylesheets = [el for el in root.iter("link") if "stylesheet" in el.get("rel", "").lower()]
+    for el in stylesheets:
+        _drop_tree(el)
+    etree.strip_elements(root, *KILL_TAGS, *extra_kill, etree.Comment, with_tail=False)
+    etree.strip_tags(root, *REMOVE_TAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The lxml parser-target interface (`start`, `end`, `data`, `pi`, `close`) of `_paragraph_target`,
+    plus `tail` for the text after the root element, and `facts` (see `_paragraph_target`)."""
+
+    start: Callable[[str, Mapping[str, str]], None]
+    end: Callable[[str], None]
+    data: Callable[[str], None]
+    pi: Callable[..., None]
+    close: Callable[[], list[FastParagraph]]
+    tail: Callable[[str], None]
+    facts: dict[str, int]
+    comment: Callable[[str], None] | None = None
+
+
+def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
+    """A parser target that cleans while parsing and makes jusText's paragraphs, with no tree.
+
+    Cleaning: killed elements are skipped with their content, removed ones are passed over with their
+    content kept, and the text between two visible events is joined into one text node: the events
+    the cleaned tree would give. Elements after the root element closes become siblings of the root
+    in libxml2's tree, which lxml's root (and so jusText) never sees, and libxml2's tree builder stops
+    at the first element deeper than `MAX_DEPTH`; what follows either is ignored here too (as if
+    skipped). `facts["elements"]` counts root elements: zero for a document without elements.
+
+    Segmentation follows `justext.core.ParagraphMaker`: block tags and ``<br><br>`` end a paragraph,
+    text inside ``<a>`` counts as link text (its normalised length, per text node), blank text nodes
+    are skipped, and a paragraph without text is dropped (stock jusText drops it because
+    `Paragraph.__len__` makes it falsy). `close()` returns the paragraphs.
+
+    The handlers are closures over local state rather than methods: they run once per element and
+    text node, and attribute access would cost more than the work itself.
+    """
+    paragraphs: list[FastParagraph] = []
+    chunks: list[str] = []
+    pending = ""  # the text since the last visible event
+    stack: list[PathNode] = []
+    facts = {"elements": 0}
+    links = tags = depth = skip = 0
+    path: PathNode | None = None
+    has_text = in_link = after_br = False
+
+    def flush() -> None:
+        nonlocal pending, has_text, links, after_br
+        text = pending
+        pending = ""
+        if text.isspace():
+            return
+        chunks.append(text)
+        has_text = True
+        if in_link:
+            links += _normalized_length(text)
+        after_br = False
+
+    def new_paragraph(new_path: PathNode | None) -> None:
+        nonlocal chunks, links, tags, path, has_text
+        if has_text:
+            paragraphs.append(FastParagraph(path, chunks, links, tags))
+            chunks = []
+            has_text = False
+        elif chunks:
+            chunks = []
+        links = tags = 0
+        path = new_path
+
+    def start(tag: str, attrib: Mapping[str, str]) -> None:
+        nonlocal depth, skip, links, tags, path, after_br, in_link, pending
+        if skip:
+            skip += 1
+            if depth + skip > MAX_DEPTH:
+                skip = _AFTER_ROOT
+            return
+        if depth >= MAX_DEPTH:  # libxml2 stops building the tree here: nothing after is in it
+            skip = _AFTER_ROOT
+            return
+        kind = kinds.get(tag, _INLINE)
+        if kind >= _KILLED:
+            if kind == _KILLED or (kind == _LINK and "stylesheet" in (attrib.get("rel") or "").lower()):
+                skip = 1
+                return
+            if kind == _REMOVED:
+                depth += 1
+                return
+            if kind == _IMAGE:
+                tag = "img"
+        depth += 1
+        if pending:
+            if pending.isspace():  # most text between tags is indentation: skip the call
+                pending = ""
+            else:
+                flush()
+        if stack:
+            parent = stack[-1]
+            siblings = parent[_CHILDREN]
+            if siblings is None:
+                order = 1
+                parent[_CHILDREN] = {tag: 1}
+            else:
+                order = siblings.get(tag, 0) + 1
+                siblings[tag] = order
+            node = [tag, order, parent, None, f"{parent[_DOM]}.{tag}", None, None]
+        else:
+            node = [tag, 1, None, None, tag, None, None]
+            facts["elements"] += 1
+        stack.append(node)
+        if kind == _BLOCK:
+            if has_text or chunks:
+                new_paragraph(node)
+            else:  # the common case of nothing to keep: what `new_paragraph` would do
+                links = tags = 0
+                path = node
+        elif kind == _BR:
+            if after_br:
+                tags -= 1  # a <br><br> separator is not a tag of either paragraph
+                new_paragraph(node)
+            else:
+                after_br = True
+                chunks.append(" ")
+                tags += 1
+        else:
+            after_br = False
+            if kind == _ANCHOR:
+                in_link = True
+            tags += 1
+
+    def end(tag: str) -> None:
+        nonlocal depth, skip, links, tags, path, in_link, pending
+        if skip:
+            skip -= 1
+            return
+        depth -= 1
+        kind = kinds.get(tag, _INLINE)
+        if kind != _REMOVED:
+            if pending:
+                if pending.isspace():
+                    pending = ""
+                else:
+                    flush()
+            stack.pop()
+            if kind == _BLOCK:
+                if has_text or chunks:
+                    new_paragraph(stack[-1] if stack else None)
+                else:
+                    links = tags = 0
+                    path = stack[-1] if stack else None
+            elif kind == _ANCHOR:
+                in_link = False
+        if not depth:
+            skip = _AFTER_ROOT
+
+    def data(text: str) -> None:
+        nonlocal pending
+        if depth and not skip:
+            pending = pending + text if pending else text
+
+    def pi(target: str, text: str | None = None) -> None:
+        if depth and not skip and pending:
+            flush()
+
+    def tail(text: str) -> None:
+        nonlocal pending
+        pending += text
+
+    def close() -> list[FastParagraph]:
+        if pending:
+            flush()
+        new_paragraph(None)
+        return paragraphs
+
+    return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts)
+
+
+def _replay(el: etree._Element, target: _Target) -> None:
+    """Feed the tree at `el` to `target` as parser events, the way `lxml.sax.saxify` walks it."""
+    tag = el.tag
+    if tag.__class__ is str:
+        target.start(tag, _NO_ATTRIBUTES)  # attributes matter only to stylesheet links, gone by now
+        if el.text:
+            target.data(el.text)
+        for child in el:
+            _replay(child, target)
+            if child.tail:
+                target.data(child.tail)
+        target.end(tag)
+    elif tag is etree.PI:
+        target.pi(el.target, el.text)
+
+
+def segment(root: etree._Element) -> list[FastParagraph]:
+    """The paragraphs `justext.core.ParagraphMaker` makes from the cleaned tree at `root`."""
+    target = _paragraph_target()
+    _replay(root, target)
+    if root.tail:
+        target.tail(root.tail)
+    paragraphs: list[FastParagraph] = target.close()
+    return paragraphs
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What `lxml.html.fromstring` looks at to choose the root of a document that does not start with
+    ``<html`` or ``<!doctype``, noted while parsing."""
+
+    heads: int = 0
+    bodies: int = 0
+    others: int = 0  # other children of the html element
+    body_children: int = 0  # child nodes of the body: elements, comments and processing instructions
+    first_child: str | None = None  # the tag of the body's first child node; "" for a comment or PI
+    body_text: bool = False  # non-blank text directly in the body
+    outside_text: bool = False  # non-blank text in html but outside its children
+    has_block: bool = False  # an element of `lxml.html.defs.block_tags` in the body
+    has_paragraph_tag: bool = False  # an element of jusText's paragraph tags in the body
+
+
+def _tracking(core: _Target, shape: _Shape) -> _Target:
+    """`core`, with its events also recorded in `shape`."""
+    depth = 0  # -1 once the root element has ended
+    top = ""  # the tag of the current child of the html element
+    core_start, core_end, core_data, core_pi = core.start, core.end, core.data, core.pi
+    block_tags = defs.block_tags
+
+    def child_node(tag: str) -> None:
+        shape.body_children += 1
+        if shape.first_child is None:
+            shape.first_child = tag
+
+    def start(tag: str, attrib: Mapping[str, str]) -> None:
+        nonlocal depth, top
+        if depth < 0 or depth >= MAX_DEPTH:  # after the root element or too deep: not in lxml's tree
+            depth = -1
+            core_start(tag, attrib)
+            return
+        depth += 1
+        if depth == 2:
+            top = tag
+            if tag == "head":
+                shape.heads += 1
+            elif tag == "body":
+                shape.bodies += 1
+            else:
+                shape.others += 1
+        elif depth > 2 and top == "body":
+            if depth == 3:
+                child_node(tag)
+            shape.has_block = shape.has_block or tag in block_tags
+            shape.has_paragraph_tag = shape.has_paragraph_tag or tag in PARAGRAPH_TAGS
+        core_start(tag, attrib)
+
+    def end(tag: str) -> None:
+        nonlocal depth
+        if depth > 0:
+            depth -= 1
+            if not depth:
+                depth = -1
+        core_end(tag)
+
+    def data(text: str) -> None:
+        if (depth == 1 or (depth == 2 and top == "body")) and not text.isspace():
+            if depth == 1:
+                shape.outside_text = True
+            else:
+                shape.body_text = True
+        core_data(text)
+
+    def comment(text: str) -> None:
+        if depth == 2 and top == "body":
+            child_node("")
+
+    def pi(target: str, text: str | None = None) -> None:
+        comment("")
+        core_pi(target, text)
+
+    return _Target(start=start, end=end, data=data, pi=pi, close=core.close, tail=core.tail,
+                   facts=core.facts, comment=comment)
+
+
+def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
+              kinds: Mapping[str, int]) -> list[FastParagraph] | None:
+    """The paragraphs of the element `lxml.html.fromstring` chooses, from those of the whole document
+    of `shape`; None for the shapes it merges or reorders (several heads or bodies, text or elements
+    outside the body), which take the tree path.
+
+    The choice: the document when it has a head or no body; the body's only child when the body holds
+    nothing else (no text, comment or other element; a removed element becomes a div); else the body,
+    renamed div if it holds a block-level element and span if not. Paragraphs then lose the path above
+    the new root, and a span root, not being a block, starts no paragraph: the one the body started is
+    the document's first (empty path, one more tag).
+    """
+    if shape.heads > 1 or shape.bodies > 1:
+        return None
+    if shape.heads == 1 or shape.bodies == 0:
+        return paragraphs
+    if shape.outside_text or shape.others:
+        return None
+    if shape.body_children == 1 and not shape.body_text:
+        if shape.first_child == "":
+            return None
+        rename = "div" if kinds.get(shape.first_child or "") == _REMOVED else None
+    else:
+        rename = "div" if shape.has_block else "span"
+    if rename == "span" and shape.has_paragraph_tag:
+        return None
+    chains = [_chain(p._path) for p in paragraphs]
+    new_root_depth = 3 if rename is None else 2  # the body's child, or the body: counted from html
+    for chain in chains:
+        if len(chain) >= new_root_depth:
+            root = chain[-new_root_depth]
+            root[_PARENT] = None
+            if rename is not None:
+                root[_TAG] = rename
+    for paragraph, chain in zip(paragraphs, chains, strict=True):
+        if len(chain) < new_root_depth or (rename == "span" and len(chain) == new_root_depth):
+            if rename == "span" and len(chain) == new_root_depth:
+                paragraph.tags_count += 1
+            paragraph._path = None
+            paragraph.dom_path = ""
+        else:
+            below_root = chain[: len(chain) - new_root_depth + 1]
+            paragraph.dom_path = ".".join(node[_TAG] for node in reversed(below_root))
+        paragraph.is_heading = bool(HEADINGS_PATTERN.search(paragraph.dom_path))
+    return paragraphs
+
+
+def _chain(node: PathNode | None) -> list[PathNode]:
+    """The node and its ancestors, the node first."""
+    chain = []
+    while node is not None:
+        chain.append(node)
+        node = node[_PARENT]
+    return chain
+
+
+def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None:
+    """The paragraphs of `html` made while parsing, or None when `html` needs the tree path."""
+    full = bool(_FULL_HTML.match(html))
+    for attempt in ("text", "bytes"):
+        core = _paragraph_target(kinds)
+        shape = _Shape()
+        target = core if full else _tracking(core, shape)
+        try:
+            if attempt == "text":
+                paragraphs: list[FastParagraph] = etree.fromstring(html, etree.HTMLParser(target=target))
+            else:  # a string with an XML encoding declaration: see `parse_root`
+                paragraphs = etree.fromstring(html.encode("utf-8", "replace"),
+                                              etree.HTMLParser(target=target, encoding="utf-8"))
+            break
+        except ValueError:
+            if attempt == "bytes":
+                raise
+    if not core.facts["elements"]:
+        raise etree.ParserError("Document is empty")
+    return paragraphs if full else _rerooted(paragraphs, shape, kinds)
+
+
+def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> list[FastParagraph]:
+    """jusText's paragraphs of `html`, not yet classified; `extra_kill` names more elements to drop
+    with their content (the fallback drops ``noscript``).
+
+    Raises `lxml.etree.ParserError` for a document without elements.
+    """
+    kinds = {**_TAG_KINDS, **dict.fromkeys(extra_kill, _KILLED)} if extra_kill else _TAG_KINDS
+    paragraphs = _streamed(html, kinds)
+    if paragraphs is None:
+        root = parse_root(html)
+        if root.tag.__class__ is not str:  # a lone comment chosen as the root: no content
+            return []
+        clean(root, extra_kill)
+        paragraphs = segment(root)
+    return paragraphs
+
+
+def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str]) -> list[FastParagraph]:
+    """jusText's context-free and context-sensitive classification, default parameters, in place."""
+    count_stopwords(paragraphs, define_stoplist(stoplist))  # the lower-cased set jusText will use
+    classify_paragraphs(paragraphs, stoplist)
+    revise_paragraph_classification(paragraphs)
+    return paragraphs
+
+
+def justext(html: str, stoplist: frozenset[str]) -> list[FastParagraph]:
+    """What `justext.justext(html, stoplist)` returns for a text `html`, faster."""
+    return classify(paragraphs_of(html), stoplist)
+
