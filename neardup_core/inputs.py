@@ -19,11 +19,13 @@ from neardup_core.timefmt import rfc3339_to_ms
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """One input record: its bytes, where it came from (`file:line` or `file@offset`), and the
-    URL key it would carry on Kafka (None when the record has no readable URL)."""
+    """One input record: its bytes, where it came from (the file, and the line of a JSONL file or
+    the byte offset of a WARC record), and the URL key it would carry on Kafka (None when the
+    record has no readable URL)."""
 
     raw: bytes
-    origin: str
+    source: str
+    position: int
     key: bytes | None = None
 
 
@@ -57,7 +59,7 @@ def read_jsonl(path: Path) -> Iterator[RawEvent]:
         for number, line in enumerate(fh, 1):
             line = line.rstrip(b"\r\n")
             if line.strip():
-                yield RawEvent(line, f"{path}:{number}")
+                yield RawEvent(line, str(path), number)
 
 
 def read_warc(path: Path) -> Iterator[RawEvent]:
@@ -87,7 +89,7 @@ def read_warc(path: Path) -> Iterator[RawEvent]:
                 event["headers"] = headers
                 if "content-type" in headers:
                     event["content_type"] = headers["content-type"]
-            yield RawEvent(orjson.dumps(event), f"{path}@{iterator.get_record_offset()}",
+            yield RawEvent(orjson.dumps(event), str(path), iterator.get_record_offset(),
                            url.encode() if url else None)
 
 

@@ -45,7 +45,7 @@ def start_local_kafka(workdir: Path, console: Console) -> str:
 
 
 def run_demo(base: Settings, *, keep: bool = False) -> int:
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     workdir = Path(tempfile.mkdtemp(prefix="neardup-demo-"))
     started_broker = not os.environ.get("NEARDUP_BROKER")
     broker = start_local_kafka(workdir / "kafka", console) if started_broker else base.broker
@@ -68,7 +68,7 @@ def run_demo(base: Settings, *, keep: bool = False) -> int:
         events = generate_crawl()
         import orjson
 
-        raw = [RawEvent(orjson.dumps(e), f"generated:{i}", e["url"].encode()) for i, e in enumerate(events)]
+        raw = [RawEvent(orjson.dumps(e), "generated", i, e["url"].encode()) for i, e in enumerate(events)]
         result = publish_events(settings, raw)
         if result.failed:
             console.print(f"[red]{result.failed} events failed to publish: {result.errors[:3]}")

@@ -64,7 +64,9 @@ def _fingerprint_one(item: tuple[RawEvent, int, FingerprintSettings]) -> tuple[s
         reason, stage = exc.reason, exc.stage
     except Exception as exc:  # one bad page must not stop the scan: it goes to the rejects with the bug
         reason, stage = f"internal error: {type(exc).__name__}: {exc}", "fingerprint"
-    return "reject", Rejection(reason, stage, event.origin, None, None, base64.b64encode(event.raw).decode())
+    # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the offset
+    return "reject", Rejection(reason, stage, event.source, None, event.position,
+                               base64.b64encode(event.raw).decode())
 
 
 def _events(files: list[Path]) -> Iterator[RawEvent]:

@@ -108,6 +108,16 @@ def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Pipeli
         assert word in r["error"], (word, r["error"])
         assert r["_key"] == key and r["topic"] == f"{pipeline.prefix}.pages.fetched" and r["offset"] >= 0
 
+    signals = pipeline.read_until("frontier.host-signals", lambda msgs: any(
+        m["host"].startswith("calendar.") and m["penalty"] >= 0.5 for m in msgs), settle_s=2)
+    trap = [m for m in signals if m["host"].startswith("calendar.") and m["penalty"] >= 0.5][-1]
+    sid = [r for r in trap["url_rules"] if r["kind"] == "ignore_query_param" and r["param"] == "sid"]
+    assert sid and sid[0]["confidence"] >= 0.9, trap["url_rules"]
+    assert not [r for m in signals for r in m["url_rules"] if r["param"] == "page"], "page changes content"
+    for m in signals:
+        if m["host"] in ("herald.example", "aggregator.example", "blog.pinecone.example"):
+            assert m["penalty"] <= 0.1, m
+
 
 def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Pipeline) -> None:
     events = generate_crawl(seed=12)
