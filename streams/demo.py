@@ -45,7 +45,7 @@ def start_local_kafka(workdir: Path, console: Console) -> str:
 
 
 def run_demo(base: Settings, *, keep: bool = False) -> int:
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = Console(width=None if sys.stdout.isatty() else 200)
     workdir = Path(tempfile.mkdtemp(prefix="neardup-demo-"))
     started_broker = not os.environ.get("NEARDUP_BROKER")
     broker = start_local_kafka(workdir / "kafka", console) if started_broker else base.broker
@@ -79,10 +79,12 @@ def run_demo(base: Settings, *, keep: bool = False) -> int:
             console.print(f"[red]the worker did not decide every page; see {workdir / 'worker.log'}")
             return 1
         print_summary(latest, console)
-        signals = {}
-        for key, value in read_topic(settings, "hosts", idle_s=3):
-            signals[key] = value
-        print_table("hosts", list(signals.values()), console)
+        signals: dict[str, dict] = {}
+        for _, value in read_topic(settings, "hosts", idle_s=3):
+            # per host, the latest overall signal if there is one, else its latest window's
+            if value["window_start"] is None or signals.get(value["host"], {}).get("window_start") is not None:
+                signals[value["host"]] = value
+        print_table("hosts", sorted(signals.values(), key=lambda s: -s["penalty"]), console)
         console.print("penalty rises with the share of a host's pages that duplicate its own pages; "
                       "url_rules are learned normalisations for the frontier")
         return 0

@@ -34,8 +34,13 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
                    progress: bool = True) -> PublishResult:
     from confluent_kafka import Producer
 
+    from streams.topics import check_broker
+
+    if settings.topic("pages.fetched") not in check_broker(settings):
+        raise SystemExit(f"topic {settings.topic('pages.fetched')} does not exist on {settings.broker}: "
+                         "run `neardup topics create` first")
     result = PublishResult()
-    producer = Producer({**settings.confluent_config(), "linger.ms": 20, "enable.idempotence": True,
+    producer = Producer({**settings.confluent_config(), "linger.ms": 20, "log_level": 3, "enable.idempotence": True,
                          "compression.type": "lz4", "message.max.bytes": max(1_000_000,
                                                                               settings.max_body_bytes * 2)})
     topic = settings.topic("pages.fetched")

@@ -28,8 +28,11 @@ def read_topic(settings: Settings, what: str, *, idle_s: float | None = None, fr
     """(key, value) of each message until `idle_s` pass without one (forever when None)."""
     from confluent_kafka import Consumer, KafkaError
 
+    from streams.topics import check_broker
+
     if what not in TOPICS:
         raise SystemExit(f"unknown topic {what!r}: choose one of {', '.join(TOPICS)}")
+    check_broker(settings)
     consumer = Consumer({**settings.confluent_config(), "group.id": f"neardup-tail-{uuid.uuid4()}",
                          "auto.offset.reset": "earliest" if from_beginning else "latest",
                          "enable.auto.commit": False})
@@ -91,6 +94,6 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list):
-        return "; ".join(f"{r.get('kind')}:{r.get('param')} ({r.get('confidence')})" if isinstance(r, dict) else str(r)
-                         for r in value)
+        return "; ".join(f"{r.get('kind')} {r.get('param') or ''} ({r.get('confidence', 0):.2f})".replace("  ", " ")
+                         if isinstance(r, dict) else str(r) for r in value)
     return str(value)

@@ -53,10 +53,23 @@ def changelog_specs(settings: Settings) -> list[TopicSpec]:
                       f"internal: changelog of the {table} table") for table in table_names(settings)]
 
 
+def check_broker(settings: Settings, timeout_s: float = 15.0) -> list[str]:
+    """The broker's topic names; a clear exit when it cannot be reached."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**settings.confluent_config(), "log_level": 0})
+    try:
+        return list(admin.list_topics(timeout=timeout_s).topics)
+    except KafkaException as exc:
+        raise SystemExit(f"cannot reach Kafka at {settings.broker} (NEARDUP_BROKER): {exc.args[0]}") from None
+
+
 def create_topics(settings: Settings, partitions: int, *, timeout_s: float = 30.0) -> dict[str, str]:
     """Create the topics that do not exist yet: name -> 'created' or 'exists (N partitions)'."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    check_broker(settings)
     admin = AdminClient(settings.confluent_config())
     existing = admin.list_topics(timeout=timeout_s).topics
     specs = topic_specs(settings) + changelog_specs(settings)
@@ -75,8 +88,7 @@ def internal_partitions(settings: Settings, *, timeout_s: float = 20.0) -> int:
     """Partitions of the internal topics on the broker (they must all have the same count)."""
     from confluent_kafka.admin import AdminClient
 
-    if settings.partitions:
-        return settings.partitions
+    check_broker(settings)
     admin = AdminClient(settings.confluent_config())
     topics = admin.list_topics(timeout=timeout_s).topics
     counts = {}
@@ -86,6 +98,8 @@ def internal_partitions(settings: Settings, *, timeout_s: float = 20.0) -> int:
                 raise SystemExit(f"topic {spec.name} does not exist on {settings.broker}: "
                                  "run `neardup topics create --partitions N` first")
             counts[spec.name] = len(topics[spec.name].partitions)
+    if settings.partitions and set(counts.values()) != {settings.partitions}:
+        raise SystemExit(f"NEARDUP_PARTITIONS={settings.partitions}, but the topics have {counts}")
     if len(set(counts.values())) != 1:
         raise SystemExit(f"internal topics have different partition counts: {counts}")
     partitions = next(iter(counts.values()))
