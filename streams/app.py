@@ -6,8 +6,10 @@
 
 Every stateful agent runs at concurrency 1 on its own partitions, reads and writes only the
 tables of the partition it is processing, and does what neardup_core says. Delivery is
-at-least-once: Faust flushes what an event produced before committing its offset, and every
-state change is idempotent and monotone, so a replay re-sends at most equal messages.
+at-least-once: sends go out at once (`force=True`; Faust would otherwise hold them until the
+source offset commits, a commit interval per hop), the producer is flushed before offsets are
+committed, and every state change is idempotent and monotone, so a replay re-sends at most
+equal messages.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def create_app(settings: Settings) -> faust.App:
         metrics.REJECTS.labels(stage).inc()
         rejection = Rejection(reason, stage, msg.topic, msg.partition, msg.offset,
                               base64.b64encode(msg.value or b"").decode())
-        await rejected_topic.send(key=msg.key, value=rejection.to_json())
+        await rejected_topic.send(force=True, key=msg.key, value=rejection.to_json())
 
     @app.agent(fetched, concurrency=1)
     async def fingerprint_agent(stream: faust.StreamT) -> None:
@@ -145,7 +147,7 @@ def create_app(settings: Settings) -> faust.App:
                 metrics.PAGES.inc()
                 if status == "ok":
                     fetch = Fetch.from_list(body)
-                    await gather_topic.send(key=fetch.url.encode(), value=records.encode_gather(fetch))
+                    await gather_topic.send(force=True, key=fetch.url.encode(), value=records.encode_gather(fetch))
                 else:
                     await reject(event, *body)
 
@@ -157,8 +159,8 @@ def create_app(settings: Settings) -> faust.App:
             key = d.url.encode()
             if d.complete and key in received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - received.pop(key))
-            await decisions_topic.send(key=key, value=d.to_json())
-            await hosts_topic.send(key=d.host.encode(), value=records.encode_host_change(d, before))
+            await decisions_topic.send(force=True, key=key, value=d.to_json())
+            await hosts_topic.send(force=True, key=d.host.encode(), value=records.encode_host_change(d, before))
             before = d
 
     def track_pending(key: bytes, state: UrlState) -> None:
@@ -184,7 +186,7 @@ def create_app(settings: Settings) -> faust.App:
                 received.setdefault(key, time.monotonic())
                 probes, decisions = gather.on_fetch(state, message, now)
                 for probe in probes:
-                    await probes_topic.send(key=probe.lo, value=records.encode_probe(probe))
+                    await probes_topic.send(force=True, key=probe.lo, value=records.encode_probe(probe))
             elif isinstance(message, Answer):
                 decisions = gather.on_answer(state, message, now)
             else:
@@ -215,9 +217,9 @@ def create_app(settings: Settings) -> faust.App:
             answer, revisions = probe_bucket(PartitionView(index, event.message.partition), probe, design, settings.k)
             metrics.PROBE_SECONDS.observe(time.perf_counter() - started)
             metrics.PROBES.inc()
-            await gather_topic.send(key=answer.url.encode(), value=records.encode_gather(answer))
+            await gather_topic.send(force=True, key=answer.url.encode(), value=records.encode_gather(answer))
             for revision in revisions:
-                await gather_topic.send(key=revision.url.encode(), value=records.encode_gather(revision))
+                await gather_topic.send(force=True, key=revision.url.encode(), value=records.encode_gather(revision))
 
     @app.agent(hosts_topic, concurrency=1)
     async def hosts_agent(stream: faust.StreamT) -> None:
@@ -227,13 +229,13 @@ def create_app(settings: Settings) -> faust.App:
             tracker = HostTracker(PartitionView(host_state, event.message.partition), host_policy)
             signals = tracker.observe(decision, before)
             for signal in signals:
-                await signals_topic.send(key=signal.host.encode(), value=signal.to_json())
+                await signals_topic.send(force=True, key=signal.host.encode(), value=signal.to_json())
 
     @app.timer(interval=settings.tick_interval_s, on_leader=True)
     async def send_ticks() -> None:
         tick = records.encode_gather(now_ms())
         for partition in range(partitions):
-            await gather_topic.send(key=None, value=tick, partition=partition)
+            await gather_topic.send(force=True, key=None, value=tick, partition=partition)
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
