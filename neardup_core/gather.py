@@ -13,6 +13,8 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
    candidates ranked better than the version count.
 4. A version is complete when every table of its current round answered; a tick past its
    deadline publishes it provisionally (`complete: false`), and later answers complete it.
+   An input seen before (a replay after a crash or rebalance) publishes the URL's last decision
+   again, unchanged: the state may have survived while the output it caused was lost.
 5. The URL's decision is its current version's; a new revision is published whenever that
    changes, with a revision number that only grows.
 """
@@ -98,6 +100,7 @@ class Gather:
         vid = version_id(fetch.url, fetch.body_sha256).hex()
         known = state.versions.get(vid)
         probes: list[Probe] = []
+        replay = known is not None and fetch.fetched_at_ms <= known.last_fetch_ms
         if known is not None and fetch.fetched_at_ms >= known.fetch.fetched_at_ms:
             known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
             if not known.complete and known.page is not None:
@@ -111,7 +114,7 @@ class Gather:
             new = VersionState(fetch, fetch.fetched_at_ms, 0)
             state.versions[vid] = new
             probes = self._start_round(new, now_ms)
-        return probes, self._publish(state, now_ms)
+        return probes, self._publish(state, now_ms, replay=replay)
 
     def _start_round(self, version: VersionState, now_ms: int) -> list[Probe]:
         page = version.page
@@ -131,18 +134,20 @@ class Gather:
         if version is None or version.page is None:
             return []
         self._merge(version, answer.best)
-        if answer.round_ms == version.fetch.fetched_at_ms and answer.table not in version.answered:
+        replay = answer.table in version.answered
+        if answer.round_ms == version.fetch.fetched_at_ms and not replay:
             version.answered.append(answer.table)
             if len(version.answered) >= version.expected:
                 version.complete = True
-        return self._publish(state, now_ms)
+        return self._publish(state, now_ms, replay=replay)
 
     def on_revision(self, state: UrlState, revision: Revision, now_ms: int) -> list[Decision]:
         version = state.versions.get(revision.version_id.hex())
         if version is None or version.page is None:
             return []
+        replay = version.best == revision.match  # this revision may be what set the best match
         self._merge(version, revision.match)
-        return self._publish(state, now_ms)
+        return self._publish(state, now_ms, replay=replay)
 
     def on_tick(self, state: UrlState, now_ms: int) -> list[Decision]:
         """Publish a current version whose answers are overdue, provisionally."""
@@ -168,7 +173,10 @@ class Gather:
         if match is not None and page is not None and match.candidate.rank < page.rank:
             version.best = better(version.best, match)
 
-    def _publish(self, state: UrlState, now_ms: int, provisional: bool = False) -> list[Decision]:
+    def _publish(self, state: UrlState, now_ms: int, provisional: bool = False, replay: bool = False
+                 ) -> list[Decision]:
+        """The decision to publish if the URL's decision changed; with `replay`, the last one again
+        when nothing changed (the input was seen before, and its output may have been lost)."""
         current = state.current()
         if current is None:
             return []
@@ -179,7 +187,7 @@ class Gather:
         decision = self.decision_of(current, state.revision + 1, now_ms)
         said = dataclasses.asdict(decision)
         if state.published is not None and all(said[f] == state.published[f] for f in _SAYS):
-            return []
+            return [Decision(**state.published)] if replay else []
         state.revision += 1
         state.published = said
         return [decision]

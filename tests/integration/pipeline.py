@@ -53,7 +53,7 @@ class Pipeline:
             "NEARDUP_DATA_DIR": str(self.workdir / f"data-{name}"),
             "NEARDUP_WEB_PORT": str(self.ports.setdefault(name, free_port())),
             "NEARDUP_MAX_BODY_BYTES": "200000",
-            "NEARDUP_SESSION_TIMEOUT_S": "10",
+            "NEARDUP_SESSION_TIMEOUT_S": "20",
             "NEARDUP_TICK_INTERVAL_S": "1",
             "NEARDUP_DECISION_TIMEOUT_S": "120",
             "NEARDUP_EXTRACT_PROCESSES": "1",
@@ -133,7 +133,7 @@ class Pipeline:
         c.subscribe([f"{self.prefix}.{topic}"])
         return c
 
-    def read_until(self, topic: str, done: callable, *, timeout_s: float = 240, settle_s: float = 3.0,
+    def read_until(self, topic: str, done: callable, *, timeout_s: float = 360, settle_s: float = 3.0,
                    ) -> list[dict]:
         """Messages of a topic until `done(messages)` holds and nothing new came for `settle_s`."""
         consumer = self.consumer(topic)
