@@ -237,6 +237,19 @@ def create_app(settings: Settings) -> faust.App:
         for partition in range(partitions):
             await gather_topic.send(force=True, key=None, value=tick, partition=partition)
 
+    @app.timer(interval=10.0)
+    async def measure_lag() -> None:
+        """Per assigned partition: the highwater minus the consumer's position."""
+        consumer = app.consumer
+        for tp in consumer.assignment():
+            try:
+                position = await consumer.position(tp)
+                highwater = consumer.highwater(tp)
+            except Exception:  # the partition may be revoked while we look
+                continue
+            if position is not None and highwater is not None:
+                metrics.LAG.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
+
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
