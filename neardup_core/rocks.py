@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from rocksdict import Options, ReadOptions, Rdict
+from rocksdict import Options, Rdict, ReadOptions
+
+
+def range_items(db: Rdict, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Items with lo <= key < hi in key order: one bounded iterator, no reads past `hi`."""
+    read = ReadOptions()
+    read.set_iterate_lower_bound(lo)
+    read.set_iterate_upper_bound(hi)
+    it = db.iter(read)
+    it.seek(lo)
+    while it.valid():
+        yield it.key(), it.value()
+        it.next()
 
 
 def rocks_options() -> Options:
@@ -41,14 +53,7 @@ class RocksStore:
         del self._db[key]
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        read = ReadOptions()
-        read.set_iterate_lower_bound(lo)
-        read.set_iterate_upper_bound(hi)
-        it = self._db.iter(read)
-        it.seek(lo)
-        while it.valid():
-            yield it.key(), it.value()
-            it.next()
+        return range_items(self._db, lo, hi)
 
     def flush(self) -> None:
         self._db.flush()

@@ -22,8 +22,8 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 import faust
-from faust.transport.producer import ProducerBuffer
 from aiokafka.helpers import create_ssl_context
+from faust.transport.producer import ProducerBuffer
 
 from neardup_core.events import EventError
 from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
@@ -119,7 +119,8 @@ def create_app(settings: Settings) -> faust.App:
     table_options = {"block_cache_size": 32 * 1024 * 1024}
     urls = app.Table("urls", partitions=partitions, options=table_options, **RAW_TABLE)
     pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
-    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
+    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL, options=table_options,
+                      **RAW_TABLE)
     host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
     host_policy = HostPolicy(window_s=settings.host_window_s)
     received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric

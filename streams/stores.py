@@ -14,7 +14,8 @@ from typing import Any
 from faust.stores import STORES
 from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
-from rocksdict import ReadOptions
+
+from neardup_core.rocks import range_items
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
@@ -28,16 +29,9 @@ class PrefixRocksStore(RocksDBStore):
 
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
-        read = ReadOptions()
-        read.set_iterate_lower_bound(lo)
-        read.set_iterate_upper_bound(hi)
-        it = self._db_for_partition(partition).iter(read)
-        it.seek(lo)
-        while it.valid():
-            key = it.key()
+        for key, value in range_items(self._db_for_partition(partition), lo, hi):
             if key != self.offset_key:
-                yield key, it.value()
-            it.next()
+                yield key, value
 
     def _del(self, key: bytes) -> None:
         event = current_event()

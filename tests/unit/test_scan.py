@@ -32,7 +32,8 @@ def write(path: Path, events: list[dict], extra: list[bytes] = ()) -> Path:
 
 def scan(tmp: Path, name: str, *inputs: Path, state: Path | None = None) -> tuple[dict[str, dict], Path, Path]:
     out, rejects, hosts = tmp / f"{name}.jsonl", tmp / f"{name}.rejects.jsonl", tmp / f"{name}.hosts.jsonl"
-    cmd = [sys.executable, "-m", "streams.cli", "scan", *map(str, inputs), "--state", str(state or tmp / f"{name}.state"),
+    state = state or tmp / f"{name}.state"
+    cmd = [sys.executable, "-m", "streams.cli", "scan", *map(str, inputs), "--state", str(state),
            "--out", str(out), "--rejects", str(rejects), "--hosts", str(hosts), "--no-progress", "--processes", "1"]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=300)
     assert result.returncode == 0, result.stderr
