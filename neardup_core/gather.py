@@ -35,7 +35,6 @@ from neardup_core.simhash import to_hex
 from neardup_core.tables import TableDesign
 from neardup_core.timefmt import ms_to_rfc3339
 
-
 _SAYS = ("verdict", "duplicate_of", "distance", "complete", "fetched_at", "body_sha256")
 
 

@@ -18,8 +18,14 @@ from typing import Any
 import orjson
 
 from neardup_core.decision import Match, better, match_of
-from neardup_core.keys import (BODY_TABLE, TEXT_TABLE, exact_bucket_range, exact_entry_key, near_bucket_range,
-                               near_entry_key)
+from neardup_core.keys import (
+    BODY_TABLE,
+    TEXT_TABLE,
+    exact_bucket_range,
+    exact_entry_key,
+    near_bucket_range,
+    near_entry_key,
+)
 from neardup_core.page import PageVersion
 from neardup_core.store import Store
 from neardup_core.tables import TableDesign
