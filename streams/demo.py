@@ -82,7 +82,8 @@ def run_demo(base: Settings, *, keep: bool = False) -> int:
         signals: dict[str, dict] = {}
         for _, value in read_topic(settings, "hosts", idle_s=3):
             # per host, the latest overall signal if there is one, else its latest window's
-            if value["window_start"] is None or signals.get(value["host"], {}).get("window_start") is not None:
+            kept = signals.get(value["host"])
+            if kept is None or value["window_start"] is None or kept["window_start"] is not None:
                 signals[value["host"]] = value
         print_table("hosts", sorted(signals.values(), key=lambda s: -s["penalty"]), console)
         console.print("penalty rises with the share of a host's pages that duplicate its own pages; "
