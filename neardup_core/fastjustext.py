@@ -1,24 +1,33 @@
 """jusText, faster: the same paragraphs and the same decisions at several times the speed.
 
 Stock `justext.justext` spends its time outside the classifier: it copies the lxml tree to clean it
-with `lxml_html_clean.Cleaner` (Python loops over every element), replays the tree as SAX events
-(a namespace map, an attribute object and a path string per element), builds a `Paragraph` with its
-dom path and xpath at every block boundary (most of them empty), and renormalises each paragraph's
-whitespace with a Python callback every time its text is read.
+with `lxml_html_clean.Cleaner`, replays the tree as SAX events (a namespace map, an attribute object
+and a path string per element), builds a `Paragraph` with its dom path and xpath at every block
+boundary (most of them empty), and renormalises a paragraph's whitespace with a Python callback
+every time its text is read.
 
-Here the same steps take a shorter road, each reproducing what stock jusText produces:
+Here the page is parsed once with no tree: an lxml parser target (`_paragraph_target`) receives
+libxml2's events and does, as they come, what the three stock steps do one after the other:
 
-1. parse with a plain `lxml.etree.HTMLParser` and choose the root as `lxml.html.fromstring` does;
-2. clean with lxml's C-level `strip_elements` / `strip_tags`, removing what the Cleaner removes with
-   jusText's options (lxml reads adjacent text nodes as one string, exactly like the Cleaner's
-   `drop_tree` / `drop_tag` concatenations);
-3. walk the tree once, applying `justext.core.ParagraphMaker`'s rules (block tags and ``<br><br>``
-   split paragraphs, link characters counted per text node); paths are linked nodes that become
-   strings only for paragraphs that hold text;
-4. classify with jusText's own `classify_paragraphs` and `revise_paragraph_classification`, with
-   its default parameters, on `Paragraph` objects whose text and counts are computed once.
+1. clean: what the Cleaner removes with jusText's options (scripts, styles, comments, the head, form
+   controls, stylesheet links: dropped with their content; forms, iframes, objects: unwrapped) is
+   skipped, and the text between two events that survive cleaning is joined into one text node, as
+   the cleaned tree holds it;
+2. segment by `justext.core.ParagraphMaker`'s rules (block tags and ``<br><br>`` end a paragraph,
+   link text counted per text node), with path nodes that become strings only when asked;
+3. classify with jusText's own `classify_paragraphs` and `revise_paragraph_classification` and their
+   default parameters, on `FastParagraph` objects whose text and counts are computed once.
 
-`bench/bench_extract.py` measures speed and agreement (identical kept paragraphs) on the corpus.
+The events are those of libxml2's parser, which also builds the tree stock jusText walks, so the two
+agree as long as the tree is the whole stream: the parts where it is not (what follows the root
+element or the depth limit, and `lxml.html.fromstring`'s choice of another root for documents that
+do not start with ``<html`` or ``<!doctype``) are reproduced in `_paragraph_target` and `_rerooted`.
+The few shapes that `fromstring` merges or reorders take the tree path instead: `parse_root`, `clean`
+with lxml's C-level `strip_elements` / `strip_tags`, and `segment`.
+
+Checked against stock jusText on every corpus page (every paragraph's text, class, dom path, xpath,
+link characters and tag count) and on random markup (tests/unit/test_extract.py);
+`bench/bench_extract.py` measures speed and agreement.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import islice
 
 from justext.core import (
     PARAGRAPH_TAGS,
@@ -108,6 +117,18 @@ _TAG, _ORDER, _PARENT, _CHILDREN, _DOM, _XPATH, _HEADING = range(7)
 PathNode = list
 
 
+def _is_heading(node: PathNode) -> bool:
+    """`Paragraph.is_heading`: an ``h<digit>`` tag on the dom path. The pattern cannot match across
+    the dots that join the tags, so each tag is tested once, and only tags with an "h" at all."""
+    heading = node[_HEADING]
+    if heading is None:
+        parent = node[_PARENT]
+        tag = node[_TAG]
+        heading = node[_HEADING] = (parent is not None and _is_heading(parent)) or (
+            "h" in tag and HEADINGS_PATTERN.search(tag) is not None)
+    return heading  # type: ignore[no-any-return]
+
+
 def _xpath(node: PathNode) -> str:
     if node[_XPATH] is None:
         parent = node[_PARENT]
@@ -138,18 +159,21 @@ class FastParagraph(Paragraph):
         else:
             self.dom_path = path[_DOM]
             heading = path[_HEADING]
-            if heading is None:
-                heading = path[_HEADING] = bool(HEADINGS_PATTERN.search(path[_DOM]))
-            self.is_heading = heading
+            self.is_heading = _is_heading(path) if heading is None else heading
         self.text_nodes = text_nodes
         self.chars_count_in_links = chars_in_links
         self.tags_count = tags_count
         self.class_type = ""
         raw = text_nodes[0] if len(text_nodes) == 1 else "".join(text_nodes)
-        text = self.text = _normalize_stripped(raw.strip())
+        if "\n" in raw or "\r" in raw:
+            text = _normalize_stripped(raw.strip())
+            self._words = text.count(" ") + text.count("\n") + 1 if text else 0
+        else:  # every run of whitespace becomes one space
+            words = raw.split()
+            text = " ".join(words)
+            self._words = len(words)
+        self.text = text
         self._length = len(text)
-        # Normalised text has one space or newline between words.
-        self._words = text.count(" ") + text.count("\n") + 1 if text else 0
         self._stopwords: tuple[frozenset[str], int] | None = None
 
     @property
@@ -173,6 +197,9 @@ class FastParagraph(Paragraph):
     def stopwords_density(self, stopwords: frozenset[str]) -> float:
         if not self._words:
             return 0
+        known = self._stopwords
+        if known is not None and known[0] is stopwords:
+            return known[1] / self._words
         return self.stopwords_count(stopwords) / self._words
 
     def links_density(self) -> float:
@@ -185,12 +212,8 @@ def count_stopwords(paragraphs: list[FastParagraph], stopwords: frozenset[str]) 
     """Count the stopwords of all paragraphs in one pass over their joined text (one lower-casing,
     one split, one C-level membership map) and remember the counts for `stopwords`."""
     flags = map(stopwords.__contains__, "\n".join([p.text for p in paragraphs]).lower().split())
-    totals = list(accumulate(flags, initial=0))
-    start = 0
     for paragraph in paragraphs:
-        end = start + paragraph._words
-        paragraph._stopwords = (stopwords, totals[end] - totals[start])
-        start = end
+        paragraph._stopwords = (stopwords, sum(islice(flags, paragraph._words)))
 
 
 def parse_root(html: str) -> etree._Element:
@@ -284,7 +307,23 @@ class _Target:
     comment: Callable[[str], None] | None = None
 
 
-def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
+@dataclass(slots=True)
+class _Shape:
+    """What `lxml.html.fromstring` looks at to choose the root of a document that does not start with
+    ``<html`` or ``<!doctype``, noted while parsing."""
+
+    heads: int = 0
+    bodies: int = 0
+    others: int = 0  # other children of the html element
+    body_children: int = 0  # child nodes of the body: elements, comments and processing instructions
+    first_child: str | None = None  # the tag of the body's first child node; "" for a comment or PI
+    body_text: bool = False  # non-blank text directly in the body
+    outside_text: bool = False  # non-blank text in html but outside its children
+    has_block: bool = False  # an element of `lxml.html.defs.block_tags` in the body
+    has_paragraph_tag: bool = False  # an element of jusText's paragraph tags in the body
+
+
+def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | None = None) -> _Target:
     """A parser target that cleans while parsing and makes jusText's paragraphs, with no tree.
 
     Cleaning: killed elements are skipped with their content, removed ones are passed over with their
@@ -299,10 +338,14 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
     are skipped, and a paragraph without text is dropped (stock jusText drops it because
     `Paragraph.__len__` makes it falsy). `close()` returns the paragraphs.
 
+    With a `shape`, the target also notes there what `lxml.html.fromstring` needs to choose the root
+    (see `_rerooted`).
+
     The handlers are closures over local state rather than methods: they run once per element and
     text node, and attribute access would cost more than the work itself.
     """
     paragraphs: list[FastParagraph] = []
+    kind_of = kinds.get
     chunks: list[str] = []
     pending = ""  # the text since the last visible event
     stack: list[PathNode] = []
@@ -310,6 +353,45 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
     links = tags = depth = skip = 0
     path: PathNode | None = None
     has_text = in_link = after_br = False
+    top = ""  # with a shape: the tag of the current child of the root
+
+    def note_start(tag: str) -> None:
+        nonlocal top
+        assert shape is not None
+        level = depth + skip + 1  # the depth of this element in libxml2's tree, the root's is 1
+        if skip >= _AFTER_ROOT or level > MAX_DEPTH:
+            return
+        if level == 2:
+            top = tag
+            if tag == "head":
+                shape.heads += 1
+            elif tag == "body":
+                shape.bodies += 1
+            else:
+                shape.others += 1
+        elif level > 2 and top == "body":
+            if level == 3:
+                note_body_child(tag)
+            shape.has_block = shape.has_block or tag in defs.block_tags
+            shape.has_paragraph_tag = shape.has_paragraph_tag or tag in PARAGRAPH_TAGS
+
+    def note_body_child(tag: str) -> None:
+        assert shape is not None
+        shape.body_children += 1
+        if shape.first_child is None:
+            shape.first_child = tag
+
+    def note_text(text: str) -> None:
+        assert shape is not None
+        if (depth == 1 or (depth == 2 and top == "body")) and not text.isspace():
+            if depth == 1:
+                shape.outside_text = True
+            else:
+                shape.body_text = True
+
+    def comment(text: str) -> None:
+        if not skip and depth == 2 and top == "body":
+            note_body_child("")
 
     def flush() -> None:
         nonlocal pending, has_text, links, after_br
@@ -336,6 +418,8 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
 
     def start(tag: str, attrib: Mapping[str, str]) -> None:
         nonlocal depth, skip, links, tags, path, after_br, in_link, pending
+        if shape is not None:
+            note_start(tag)
         if skip:
             skip += 1
             if depth + skip > MAX_DEPTH:
@@ -344,7 +428,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
         if depth >= MAX_DEPTH:  # libxml2 stops building the tree here: nothing after is in it
             skip = _AFTER_ROOT
             return
-        kind = kinds.get(tag, _INLINE)
+        kind = kind_of(tag, _INLINE)
         if kind >= _KILLED:
             if kind == _KILLED or (kind == _LINK and "stylesheet" in (attrib.get("rel") or "").lower()):
                 skip = 1
@@ -400,7 +484,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
             skip -= 1
             return
         depth -= 1
-        kind = kinds.get(tag, _INLINE)
+        kind = kind_of(tag, _INLINE)
         if kind != _REMOVED:
             if pending:
                 if pending.isspace():
@@ -423,8 +507,12 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
         nonlocal pending
         if depth and not skip:
             pending = pending + text if pending else text
+            if shape is not None:
+                note_text(text)
 
     def pi(target: str, text: str | None = None) -> None:
+        if shape is not None:
+            comment("")
         if depth and not skip and pending:
             flush()
 
@@ -438,7 +526,8 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS) -> _Target:
         new_paragraph(None)
         return paragraphs
 
-    return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts)
+    return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts,
+                   comment=None if shape is None else comment)
 
 
 def _replay(el: etree._Element, target: _Target) -> None:
@@ -465,84 +554,6 @@ def segment(root: etree._Element) -> list[FastParagraph]:
         target.tail(root.tail)
     paragraphs: list[FastParagraph] = target.close()
     return paragraphs
-
-
-@dataclass(slots=True)
-class _Shape:
-    """What `lxml.html.fromstring` looks at to choose the root of a document that does not start with
-    ``<html`` or ``<!doctype``, noted while parsing."""
-
-    heads: int = 0
-    bodies: int = 0
-    others: int = 0  # other children of the html element
-    body_children: int = 0  # child nodes of the body: elements, comments and processing instructions
-    first_child: str | None = None  # the tag of the body's first child node; "" for a comment or PI
-    body_text: bool = False  # non-blank text directly in the body
-    outside_text: bool = False  # non-blank text in html but outside its children
-    has_block: bool = False  # an element of `lxml.html.defs.block_tags` in the body
-    has_paragraph_tag: bool = False  # an element of jusText's paragraph tags in the body
-
-
-def _tracking(core: _Target, shape: _Shape) -> _Target:
-    """`core`, with its events also recorded in `shape`."""
-    depth = 0  # -1 once the root element has ended
-    top = ""  # the tag of the current child of the html element
-    core_start, core_end, core_data, core_pi = core.start, core.end, core.data, core.pi
-    block_tags = defs.block_tags
-
-    def child_node(tag: str) -> None:
-        shape.body_children += 1
-        if shape.first_child is None:
-            shape.first_child = tag
-
-    def start(tag: str, attrib: Mapping[str, str]) -> None:
-        nonlocal depth, top
-        if depth < 0 or depth >= MAX_DEPTH:  # after the root element or too deep: not in lxml's tree
-            depth = -1
-            core_start(tag, attrib)
-            return
-        depth += 1
-        if depth == 2:
-            top = tag
-            if tag == "head":
-                shape.heads += 1
-            elif tag == "body":
-                shape.bodies += 1
-            else:
-                shape.others += 1
-        elif depth > 2 and top == "body":
-            if depth == 3:
-                child_node(tag)
-            shape.has_block = shape.has_block or tag in block_tags
-            shape.has_paragraph_tag = shape.has_paragraph_tag or tag in PARAGRAPH_TAGS
-        core_start(tag, attrib)
-
-    def end(tag: str) -> None:
-        nonlocal depth
-        if depth > 0:
-            depth -= 1
-            if not depth:
-                depth = -1
-        core_end(tag)
-
-    def data(text: str) -> None:
-        if (depth == 1 or (depth == 2 and top == "body")) and not text.isspace():
-            if depth == 1:
-                shape.outside_text = True
-            else:
-                shape.body_text = True
-        core_data(text)
-
-    def comment(text: str) -> None:
-        if depth == 2 and top == "body":
-            child_node("")
-
-    def pi(target: str, text: str | None = None) -> None:
-        comment("")
-        core_pi(target, text)
-
-    return _Target(start=start, end=end, data=data, pi=pi, close=core.close, tail=core.tail,
-                   facts=core.facts, comment=comment)
 
 
 def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
@@ -605,9 +616,8 @@ def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None
     """The paragraphs of `html` made while parsing, or None when `html` needs the tree path."""
     full = bool(_FULL_HTML.match(html))
     for attempt in ("text", "bytes"):
-        core = _paragraph_target(kinds)
         shape = _Shape()
-        target = core if full else _tracking(core, shape)
+        target = _paragraph_target(kinds, None if full else shape)
         try:
             if attempt == "text":
                 paragraphs: list[FastParagraph] = etree.fromstring(html, etree.HTMLParser(target=target))
@@ -618,7 +628,7 @@ def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None
         except ValueError:
             if attempt == "bytes":
                 raise
-    if not core.facts["elements"]:
+    if not target.facts["elements"]:
         raise etree.ParserError("Document is empty")
     return paragraphs if full else _rerooted(paragraphs, shape, kinds)
 

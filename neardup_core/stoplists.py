@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable
+from itertools import chain
 
 import justext
 
@@ -89,7 +91,7 @@ def stoplist_for(language: str | None) -> str | None:
     first = language.split(",")[0].strip()
     if not first:
         return None
-    by_name = {name.lower(): name for name in stoplist_names()}
+    by_name = _names_by_lower_case()
     normalised = first.replace("-", "_").lower()
     if normalised in by_name:
         return by_name[normalised]
@@ -97,6 +99,11 @@ def stoplist_for(language: str | None) -> str | None:
     if tag in _CODES:
         return _CODES[tag]
     return _CODES.get(tag.split("-")[0])
+
+
+@functools.cache
+def _names_by_lower_case() -> dict[str, str]:
+    return {name.lower(): name for name in stoplist_names()}
 
 
 def declared_language(html: str) -> str | None:
@@ -120,12 +127,8 @@ def _word_index() -> dict[str, tuple[str, ...]]:
 def stoplist_hits(words: Iterable[str]) -> dict[str, int]:
     """How many of `words` (any case) each stoplist holds, English stopwords counting for English
     only; only stoplists with hits appear."""
-    index = _word_index()
-    hits: dict[str, int] = {}
-    for names in filter(None, map(index.get, " ".join(words).lower().split())):
-        for name in names:
-            hits[name] = hits.get(name, 0) + 1
-    return hits
+    found = filter(None, map(_word_index().get, " ".join(words).lower().split()))
+    return dict(Counter(chain.from_iterable(found)))
 
 
 def detect_stoplist(words: list[str]) -> str | None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from neardup_core.decode import DecodeError, Decoded, decode_body, is_html_content_type, resolve_charset
+from neardup_core.decode import Decoded, DecodeError, decode_body, is_html_content_type, resolve_charset
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны. " * 8
 FRENCH = "Le café est très apprécié à Paris, où l'on boit souvent un crème au comptoir. " * 8

@@ -4,6 +4,8 @@ fast engine making stock jusText's paragraphs and decisions."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import justext
 import pytest
@@ -183,9 +185,9 @@ PIECES = [
 ]
 
 
-def paragraph_facts(paragraphs: list[object]) -> list[tuple[object, ...]]:
-    return [(p.text, p.class_type, p.cf_class, p.dom_path, p.xpath, p.chars_count_in_links,  # type: ignore[attr-defined]
-             p.tags_count, p.heading) for p in paragraphs]  # type: ignore[attr-defined]
+def paragraph_facts(paragraphs: Sequence[Any]) -> list[tuple[object, ...]]:
+    return [(p.text, p.class_type, p.cf_class, p.dom_path, p.xpath, p.chars_count_in_links, p.tags_count,
+             p.heading) for p in paragraphs]
 
 
 @settings(max_examples=400, deadline=None)

@@ -3,9 +3,9 @@ keeps what stock jusText keeps, and the main text overlaps the sources' gold tex
 
 The overlap floors are the measured means (bag of lower-cased words, per page, then averaged) minus
 a margin of 0.03, so a change that makes extraction clearly worse fails here. Measured on the 391
-gold pages: recall 0.851, precision 0.875 (per source, recall / precision: cleaneval 0.894 / 0.989,
+gold pages: recall 0.850, precision 0.875 (per source, recall / precision: cleaneval 0.894 / 0.989,
 cleanportaleval 0.785 / 0.808, dragnet 0.757 / 0.829, msv-big9 0.929 / 0.910, msv-chaos 0.941 / 0.876,
-scrapinghub-aeb 0.896 / 0.863, tiptopjaw-wceb 0.578 / 0.770). Run with ``-s`` to see them.
+scrapinghub-aeb 0.893 / 0.867, tiptopjaw-wceb 0.578 / 0.770). Run with ``-s`` to see them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from lxml import etree
 
 from neardup_core import fastjustext
 from neardup_core.decode import decode_body
-from neardup_core.extract import Extraction, _paragraphs, choose_stoplist, extract
+from neardup_core.extract import Extraction, choose_stoplist, extract
 from neardup_core.stoplists import stoplist, union_stoplist
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -64,11 +64,13 @@ def test_every_page_decodes_and_extracts(pages: dict[str, str], extractions: dic
 
 
 def test_fast_engine_keeps_what_stock_jusText_keeps(pages: dict[str, str]) -> None:
+    """Every other page, to stay well under a minute (bench/bench_extract.py checks them all)."""
+    sample = dict(list(pages.items())[::2])
     same = 0
     differing = []
-    for path, html in pages.items():
+    for path, html in sample.items():
         try:
-            name = choose_stoplist(html, [p.text for p in _paragraphs(html, "fast")])
+            name = choose_stoplist(html, [p.text for p in fastjustext.paragraphs_of(html)])
         except etree.ParserError:
             continue  # no elements: both engines give nothing
         words = stoplist(name) if name else union_stoplist()
@@ -78,8 +80,8 @@ def test_fast_engine_keeps_what_stock_jusText_keeps(pages: dict[str, str]) -> No
             same += 1
         else:
             differing.append(path)
-    print(f"\nkept paragraphs identical on {same}/{len(pages)} pages")
-    assert same >= MIN_AGREEMENT * len(pages), differing[:10]
+    print(f"\nkept paragraphs identical on {same}/{len(sample)} pages")
+    assert same >= MIN_AGREEMENT * len(sample), differing[:10]
 
 
 def _words(text: str) -> Counter[str]:
