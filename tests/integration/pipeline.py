@@ -104,6 +104,36 @@ class Pipeline:
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith(metric) and not line.startswith("#"))
 
+    def assignment(self, name: str) -> set[str] | None:
+        """The topic partitions a worker reports on /health, or None while it does not answer."""
+        import json
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[name]}/health", timeout=5) as resp:
+                return set(json.loads(resp.read())["assigned"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def wait_balanced(self, names: list[str], *, stable_s: float = 5.0, timeout_s: float = 180.0) -> None:
+        """Until every worker has partitions, together they hold every partition of the internal
+        topics, and the assignment has not changed for `stable_s`: publishing into a rebalance is
+        what the kill test is for."""
+        topics = [f"{self.prefix}.{t}" for t in ("pages.fetched", "neardup.gather", "neardup.probes")]
+        wanted = {f"{t}:{p}" for t in topics for p in range(self.partitions)}
+        deadline, stable_since, last = time.monotonic() + timeout_s, None, None
+        while time.monotonic() < deadline:
+            parts = [self.assignment(n) for n in names]
+            if all(parts) and wanted <= set().union(*parts):
+                if parts != last:
+                    stable_since, last = time.monotonic(), parts
+                elif time.monotonic() - stable_since >= stable_s:
+                    return
+            else:
+                stable_since, last = None, None
+            time.sleep(0.5)
+        raise AssertionError(f"workers {names} did not settle on an assignment\n{self.log_tail()}")
+
     def log_tail(self, lines: int = 60) -> str:
         out = []
         for name, path in self.logs.items():

@@ -92,6 +92,7 @@ def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Pipeli
     events = generate_crawl(seed=11)
     bad = bad_events()
     pipeline.start_worker("a")
+    pipeline.wait_balanced(["a"])
     mixed: list[tuple[bytes | None, bytes]] = [(e["url"].encode(), orjson.dumps(e)) for e in events]
     for i, (key, value, _) in enumerate(bad):
         mixed.insert((i * 37) % len(mixed), (key, value))
@@ -126,7 +127,7 @@ def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Pipeline) -> N
     rng.shuffle(delivery)
     pipeline.start_worker("a")
     pipeline.start_worker("b")
-    time.sleep(5)  # let both join before the input arrives, so the partitions are split
+    pipeline.wait_balanced(["a", "b"])  # both joined before the input arrives, so the partitions are split
     pipeline.publish(delivery)
     decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}))
     check_g1_g3(pipeline, events, decisions)
@@ -140,7 +141,7 @@ def test_worker_killed_mid_stream_and_restarted(pipeline: Pipeline) -> None:
     rng.shuffle(events)
     pipeline.start_worker("a")
     pipeline.start_worker("b")
-    time.sleep(5)
+    pipeline.wait_balanced(["a", "b"])
     half = len(events) // 2
     pipeline.publish(events[:half])
     # wait until the pipeline is busy with the first half, then kill b without warning
