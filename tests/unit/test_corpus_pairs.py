@@ -16,16 +16,11 @@ import pytest
 from neardup_core.evaluate import PairScore, pair_score
 from neardup_core.fingerprint import html_fingerprint
 from neardup_core.labelled import NEGATIVE, build_labelled_set, load_html, read_curated, scored_rows
+from tests.unit.corpus import CORPUS, NEEDS_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 K = 3
 
-pytestmark = [
-    pytest.mark.corpus,
-    pytest.mark.skipif(not (CORPUS / "MANIFEST.jsonl").is_file(),
-                       reason=f"the real-web corpus is absent: no MANIFEST.jsonl at {CORPUS} "
-                              "(../shared/corpus relative to the repository root)"),
-]
+pytestmark = NEEDS_CORPUS
 
 SAMPLE = 40
 """Pages to make variants of; the negatives are every same-group pair of the corpus."""

@@ -14,7 +14,6 @@ import gzip
 import json
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import justext
 import pytest
@@ -24,15 +23,9 @@ from neardup_core import fastjustext
 from neardup_core.decode import decode_body
 from neardup_core.extract import Extraction, choose_stoplist, extract
 from neardup_core.stoplists import stoplist, union_stoplist
+from tests.unit.corpus import CORPUS, NEEDS_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-
-pytestmark = [
-    pytest.mark.corpus,
-    pytest.mark.skipif(not (CORPUS / "MANIFEST.jsonl").is_file(),
-                       reason=f"the real-web corpus is absent: no MANIFEST.jsonl at {CORPUS} "
-                              "(../shared/corpus relative to the repository root)"),
-]
+pytestmark = NEEDS_CORPUS
 
 MIN_AGREEMENT = 0.99
 RECALL_FLOOR = 0.82
