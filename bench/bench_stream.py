@@ -381,6 +381,7 @@ class App:
     workdir: Path
     partitions: int
     extract_processes: int | None
+    extra_env: dict[str, str] = field(default_factory=dict)
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
@@ -407,6 +408,7 @@ class App:
             env["NEARDUP_WEB_PORT"] = str(self.ports.setdefault(worker, free_port()))
             if self.extract_processes is not None:
                 env["NEARDUP_EXTRACT_PROCESSES"] = str(self.extract_processes)
+            env.update(self.extra_env)
         return env
 
     def create_topics(self) -> None:
@@ -765,37 +767,56 @@ def stop_py_spy(spies: list[tuple[subprocess.Popen, Path]]) -> list[str]:
     return summarize_profiles(paths) if paths else []
 
 
+AREAS = (
+    ("neardup_core/", "neardup_core"),
+    ("streams/", "streams (the app)"),
+    ("faust/", "faust"),
+    ("mode/", "mode (faust's service library)"),
+    ("aiokafka/", "aiokafka"),
+    ("rocksdict", "rocksdict"),
+    ("asyncio/selector_events.py", "asyncio socket transport (send/recv)"),
+    ("selectors.py", "selectors (epoll)"),
+    ("asyncio/", "asyncio (event loop, tasks, futures)"),
+    ("msgpack", "msgpack"),
+    ("orjson", "orjson"),
+)
+# frames on the stack of almost every sample: they say nothing about where the time goes
+GENERIC = (
+    "asyncio/base_events.py",
+    "asyncio/events.py",
+    "<frozen runpy>",
+    "typer/",
+    "click/",
+    "threading.py",
+    "mode/worker.py",
+    "streams/cli.py",
+    "mode/utils/",
+    "mode/services.py",
+)
+
+
+def frame_path(frame: str) -> str:
+    m = re.match(r".* \((.*?):\d+\)$", frame)
+    return m.group(1) if m else frame
+
+
 def frame_area(frame: str) -> str:
-    """What a (leaf) frame belongs to, from its file path."""
-    areas = (
-        ("/neardup_core/", "neardup_core"),
-        ("/streams/", "streams (the app)"),
-        ("/faust/", "faust"),
-        ("/mode/", "mode (faust's service library)"),
-        ("/aiokafka/", "aiokafka"),
-        ("rocksdict", "rocksdict"),
-        ("/asyncio/", "asyncio"),
-        ("msgpack", "msgpack"),
-    )
-    for needle, area in areas:
-        if needle in frame:
+    """What a frame belongs to, from the (shortened) file path py-spy prints."""
+    path = frame_path(frame)
+    for needle, area in AREAS:
+        if needle in path:
             return area
-    return "other (stdlib, ...)"
+    return "other (stdlib, multiprocessing, ...)"
 
 
 def short_frame(frame: str) -> str:
     m = re.match(r"(.*) \((.*?):\d+\)$", frame)
-    if not m:
-        return frame
-    func, path = m.groups()
-    for root in ("site-packages/", "/work/main/"):
-        if root in path:
-            path = path.split(root, 1)[1]
-    return f"{func} ({path})"
+    return f"{m.group(1)} ({m.group(2)})" if m else frame
 
 
 def summarize_profiles(paths: list[Path]) -> list[str]:
-    """Shares of samples: by area of the innermost Python frame, and the functions most often on the stack."""
+    """Shares of samples: by area of the innermost Python frame (where the thread was), and the
+    functions most often on the stack (inclusive)."""
     self_area: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
@@ -810,27 +831,20 @@ def summarize_profiles(paths: list[Path]) -> list[str]:
             frames = stack.split(";")
             total += n
             self_area[frame_area(frames[-1])] += n
-            for f in {short_frame(f) for f in frames}:
+            for f in {short_frame(f) for f in frames if not any(g in frame_path(f) for g in GENERIC)}:
                 inclusive[f] += n
     if not total:
         return []
     out = [
-        f"{total} samples (100 per second per worker, only while a thread was active)",
+        f"{total} samples (py-spy, 100 per second per worker, all threads of the main process, only "
+        "while a thread was not idle).",
         "",
-        "| innermost Python frame in | share |",
+        "| innermost Python frame in | share of samples |",
         "|---|---|",
     ]
     out += [f"| {a} | {n / total:.0%} |" for a, n in self_area.most_common()]
-    out += ["", "| function (on the stack in this share of samples) | share |", "|---|---|"]
-    generic = ("<module>", "run (", "run_forever", "_run_once", "_run (", "execute_from_commandline", "main (")
-    shown = 0
-    for f, n in inclusive.most_common():
-        if any(f.startswith(g) for g in generic):
-            continue
-        out.append(f"| `{f}` | {n / total:.0%} |")
-        shown += 1
-        if shown == 30:
-            break
+    out += ["", "| function (on the stack, inclusive) | share of samples |", "|---|---|"]
+    out += [f"| `{f}` | {n / total:.0%} |" for f, n in inclusive.most_common(25)]
     return out
 
 
@@ -884,7 +898,8 @@ def run_phase(
     tag: str,
 ) -> Phase:
     name = f"bench-{tag}-{kind[:3]}-w{workers}"
-    app = App(bootstrap, name, base / name, args.partitions, args.extract_processes)
+    extra = dict(kv.split("=", 1) for kv in args.worker_env)
+    app = App(bootstrap, name, base / name, args.partitions, args.extract_processes, extra)
     phase = Phase(kind, workers, name, len(events), rate_target=rate)
     expected: dict[str, int] = {}
     for e in events:
@@ -1315,9 +1330,10 @@ def report(
         "`MANIFEST.jsonl` order, those with a URL), spread evenly through the crawl",
         f"- topics: {args.partitions} partitions each (`neardup topics create --partitions "
         f"{args.partitions}`); "
-        f"worker settings: defaults (NEARDUP_EXTRACT_PROCESSES {ext}), each worker its own NEARDUP_DATA_DIR "
-        "and "
-        "NEARDUP_WEB_PORT; every phase on a fresh topic prefix and app id",
+        f"worker settings: defaults (NEARDUP_EXTRACT_PROCESSES {ext})"
+        + (f", plus {', '.join(f'`{kv}`' for kv in args.worker_env)}" if args.worker_env else "")
+        + "; each worker its own NEARDUP_DATA_DIR and NEARDUP_WEB_PORT; every phase on a fresh topic prefix "
+        "and app id",
         f"- each phase starts once every worker answers /health and the group's assignment covering all "
         f"partitions has not changed for {args.ready_settle:.0f} s",
         "",
@@ -1421,6 +1437,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--settle", type=float, default=3.0, help="seconds without new decisions that end a phase")
     p.add_argument("--timeout", type=float, default=1200.0, help="seconds a phase may take")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (worker logs, RocksDB)")
+    p.add_argument(
+        "--worker-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment of every worker, repeatable (e.g. Faust's own TABLE_STANDBY_REPLICAS=0)",
+    )
     p.add_argument(
         "--py-spy",
         type=Path,
