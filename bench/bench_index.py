@@ -580,6 +580,8 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int], que
         "page): build and disk only.",
         "RSS growth = RSS after the build - RSS before it, per stored page (the input arrays are allocated "
         "before).",
+        "RocksDB RSS is mostly fixed-size memory (memtables, caches) plus what the build's Python garbage "
+        "left with the allocator, so 'growth per page' falls as N grows; it is not a steady-state footprint.",
     ]
     return [lat, mem]
 

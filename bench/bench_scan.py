@@ -258,6 +258,8 @@ def stage_table(events: list[bytes], repeat: int, fp_settings: FingerprintSettin
         "features and SimHash from our extracted main text; shares do not sum to 100% (lxml parsing "
         "is inside extract(); stoplist choice, Fetch building etc. are not listed).",
         "the index step row is a whole pass in page order (best of R passes), not a per-page best.",
+        "each stage is timed alone on data it just saw (warm caches): run in sequence, inside "
+        "fingerprint_event, the same steps take longer than the sum of their rows.",
     ]
     return table
 
