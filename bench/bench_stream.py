@@ -2,6 +2,12 @@
 
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
+                                 [--worker-env KEY=VALUE]... [--py-spy DIR] [--keep]
+
+What bench/results/stream.md holds: `--scale 2 --corpus-limit 400 --repeat 4` (1062 pages, 1-2.5 min per
+phase on a shared 2-core machine). `--worker-env` passes settings to the workers for experiments (Faust also
+reads its own settings from the environment, e.g. TABLE_STANDBY_REPLICAS=0 or PRODUCER_LINGER=0.05);
+`--py-spy DIR` profiles the workers during the throughput phases and adds a summary to the report.
 
 Input: the generated crawl (`neardup_core.synthetic.generate_crawl(seed, scale=S)`) and, unless
 `--no-corpus` or the folder is absent, the real pages of the shared corpus (`pages/*/*.html.gz`, as
