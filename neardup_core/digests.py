@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from neardup_core.features import normalise_text
+from neardup_core.features import tokens
 
 
 def body_sha256(body: bytes) -> str:
@@ -14,4 +14,9 @@ def body_sha256(body: bytes) -> str:
 
 def text_sha256(main_text: str) -> str:
     """Digest of the main text after the same normalisation the features use."""
-    return hashlib.sha256(normalise_text(main_text).encode("utf-8")).hexdigest()
+    return tokens_sha256(tokens(main_text))
+
+
+def tokens_sha256(toks: list[str]) -> str:
+    """`text_sha256` of a text given its `features.tokens`."""
+    return hashlib.sha256(" ".join(toks).encode("utf-8")).hexdigest()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import mmh3
 import numpy as np
@@ -27,11 +29,13 @@ _CALENDAR = {
         "monday tuesday wednesday thursday friday saturday sunday "
         "mon tue tues wed thu thur thurs fri sat sun").split()
 }
-_PLACEHOLDERS = frozenset({"#", "@month", "@day"})
+_PLACEHOLDERS = ("#", "@month", "@day")
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _PLACEHOLDER_WEIGHT = 0.1
+# Distinct tokens whose hashes a process keeps; past this the cache starts over (~25 MB at most).
+TOKEN_CACHE_SIZE = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +54,42 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def normalise_text(text: str) -> str:
-    """The text as a canonical token sequence: what the text digest is taken of."""
-    return " ".join(tokens(text))
+def feature_token(token: str) -> str:
+    """A token as a feature sees it: numbers and calendar words become placeholders."""
+    if token[0].isdigit() and _NUMBER.match(token):
+        return "#"
+    return _CALENDAR.get(token, token)
+
+
+def token_hash(token: str) -> int:
+    """The 64-bit mmh3 hash of a token's feature form."""
+    return int(mmh3.hash64(feature_token(token), signed=False)[0])
+
+
+class _Memo(dict[str, Any]):
+    """Token -> `function(token)`, computed on first sight and kept for the process (up to
+    TOKEN_CACHE_SIZE tokens, then it starts over). Words repeat across the pages of a crawl, so a
+    C-level dict lookup replaces the Python work for almost every token."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, token: str) -> Any:
+        if len(self) >= TOKEN_CACHE_SIZE:
+            self.clear()
+        value = self[token] = self.function(token)
+        return value
+
+
+_FEATURE_TOKENS = _Memo(feature_token)
+_TOKEN_HASHES = _Memo(token_hash)
+_PLACEHOLDER_HASHES = np.array([mmh3.hash64(p, signed=False)[0] for p in _PLACEHOLDERS], dtype=np.uint64)
 
 
 def feature_tokens(text: str) -> list[str]:
     """Tokens with numbers and calendar words replaced by placeholders."""
-    out = []
-    for tok in tokens(text):
-        if tok[0].isdigit() and _NUMBER.match(tok):
-            out.append("#")
-        else:
-            out.append(_CALENDAR.get(tok, tok))
-    return out
+    return list(map(_FEATURE_TOKENS.__getitem__, tokens(text)))
 
 
 def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -77,24 +103,30 @@ def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 def shingle_features(text: str, size: int = 3) -> Features:
     """Weighted hashes of the word `size`-shingles of a text (of its tokens if it has fewer)."""
-    toks = feature_tokens(text)
+    return token_features(tokens(text), size)
+
+
+def token_features(toks: list[str], size: int = 3) -> Features:
+    """`shingle_features` of a text given its `tokens`."""
     if not toks:
         return Features(np.zeros(0, np.uint64), np.zeros(0, np.float64))
-    vocab: dict[str, int] = {}
-    ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), dtype=np.int64, count=len(toks))
-    token_hashes = np.fromiter((mmh3.hash64(t, signed=False)[0] for t in vocab), dtype=np.uint64,
-                               count=len(vocab))
-    placeholder = np.fromiter((t in _PLACEHOLDERS for t in vocab), dtype=bool, count=len(vocab))
+    token_hashes = np.fromiter(map(_TOKEN_HASHES.__getitem__, toks), dtype=np.uint64, count=len(toks))
+    placeholder = token_hashes == _PLACEHOLDER_HASHES[0]
+    for h in _PLACEHOLDER_HASHES[1:]:
+        placeholder |= token_hashes == h
     n = max(1, len(toks) - size + 1)
     size = min(size, len(toks))
-    with np.errstate(over="ignore"):
-        combined = np.zeros(n, np.uint64)
-        all_placeholder = np.ones(n, bool)
-        for offset in range(size):
-            window = ids[offset:offset + n]
-            combined = _mix(combined * _GOLDEN + token_hashes[window])
-            all_placeholder &= placeholder[window]
-    uniq, first, counts = np.unique(combined, return_index=True, return_counts=True)
+    # uint64 arrays wrap on overflow, as the hash arithmetic wants
+    combined = _mix(token_hashes[:n])
+    all_placeholder = placeholder[:n].copy()
+    for offset in range(1, size):
+        combined = _mix(combined * _GOLDEN + token_hashes[offset:offset + n])
+        all_placeholder &= placeholder[offset:offset + n]
+    # distinct shingles (sorted) with their counts; equal shingles share their placeholder flag
+    order = np.argsort(combined)
+    ordered = combined[order]
+    first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    counts = np.diff(np.append(first, n))
     weights = 1.0 + np.log(counts.astype(np.float64))
-    weights[all_placeholder[first]] *= _PLACEHOLDER_WEIGHT
-    return Features(uniq, weights)
+    weights[all_placeholder[order[first]]] *= _PLACEHOLDER_WEIGHT
+    return Features(ordered[first], weights)

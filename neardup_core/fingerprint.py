@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neardup_core.decode import DecodeError, decode_body, is_html_content_type
-from neardup_core.digests import body_sha256, text_sha256
+from neardup_core.digests import body_sha256, tokens_sha256
 from neardup_core.events import DEFAULT_MAX_BODY_BYTES, EventError, FetchedPage, parse_event
 from neardup_core.extract import ExtractError, extract
-from neardup_core.features import shingle_features
+from neardup_core.features import token_features, tokens
 from neardup_core.page import Fetch
 from neardup_core.simhash import simhash64
 from neardup_core.urls import host_of
@@ -52,9 +52,10 @@ def fingerprint(page: FetchedPage, settings: FingerprintSettings = FingerprintSe
 
 def text_fingerprint(main_text: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str, int | None]:
     """(text digest, SimHash or None when the text has too few features) of a main text."""
-    features = shingle_features(main_text, settings.shingle_size)
+    toks = tokens(main_text)
+    features = token_features(toks, settings.shingle_size)
     simhash = simhash64(features.hashes, features.weights) if len(features) >= settings.min_features else None
-    return text_sha256(main_text), simhash
+    return tokens_sha256(toks), simhash
 
 
 def html_fingerprint(html: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str | None, int | None]:

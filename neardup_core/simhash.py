@@ -30,8 +30,7 @@ def hamming(a: int, b: int) -> int:
 
 def hamming_many(query: int, fps: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
     """Hamming distances of one fingerprint to many, vectorised."""
-    x = np.bitwise_xor(fps, np.uint64(query))
-    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1, dtype=np.uint8)
+    return np.bitwise_count(np.bitwise_xor(fps, np.uint64(query)))
 
 
 def to_hex(fp: int) -> str:
