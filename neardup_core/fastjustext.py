@@ -32,16 +32,21 @@ link characters and tag count) and on random markup (tests/unit/test_extract.py)
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 
 from justext.core import (
+    LENGTH_HIGH_DEFAULT,
+    LENGTH_LOW_DEFAULT,
+    MAX_HEADING_DISTANCE_DEFAULT,
+    MAX_LINK_DENSITY_DEFAULT,
     PARAGRAPH_TAGS,
-    classify_paragraphs,
+    STOPWORDS_HIGH_DEFAULT,
+    STOPWORDS_LOW_DEFAULT,
     define_stoplist,
-    revise_paragraph_classification,
 )
 from justext.paragraph import HEADINGS_PATTERN, Paragraph
 from lxml import etree
@@ -145,27 +150,26 @@ class FastParagraph(Paragraph):
     to what the stock class computes from its normalised nodes. `xpath` is built on first access.
     """
 
-    # Slots are quicker to set than the base class's instance dict, and they replace its `text` and
-    # `is_heading` properties with plain values.
-    __slots__ = ("text", "is_heading", "dom_path", "text_nodes", "chars_count_in_links", "tags_count",
-                 "class_type", "cf_class", "heading", "_path", "_length", "_words", "_stopwords")
+    # Slots are quicker to set than the base class's instance dict, and they replace its `text`
+    # property with a plain value. `is_heading` (and `heading`, which stock classification copies
+    # from it) is computed when first read: the classification reads it for few paragraphs.
+    __slots__ = ("text", "dom_path", "text_nodes", "chars_count_in_links", "tags_count", "class_type",
+                 "cf_class", "_heading", "_path", "_length", "_words", "_stopwords")
 
     def __init__(self, path: PathNode | None, text_nodes: list[str], chars_in_links: int,
                  tags_count: int) -> None:
         self._path = path
-        if path is None:
-            self.dom_path = ""
-            self.is_heading = False
-        else:
-            self.dom_path = path[_DOM]
-            heading = path[_HEADING]
-            self.is_heading = _is_heading(path) if heading is None else heading
+        self.dom_path = "" if path is None else path[_DOM]
+        self._heading: bool | None = None
         self.text_nodes = text_nodes
         self.chars_count_in_links = chars_in_links
         self.tags_count = tags_count
         self.class_type = ""
         raw = text_nodes[0] if len(text_nodes) == 1 else "".join(text_nodes)
-        if "\n" in raw or "\r" in raw:
+        if "  " not in raw and raw.isprintable():  # only single spaces (most paragraphs): no split
+            text = raw.strip()
+            self._words = text.count(" ") + 1 if text else 0
+        elif "\n" in raw or "\r" in raw:
             text = _normalize_stripped(raw.strip())
             self._words = text.count(" ") + text.count("\n") + 1 if text else 0
         else:  # every run of whitespace becomes one space
@@ -175,6 +179,22 @@ class FastParagraph(Paragraph):
         self.text = text
         self._length = len(text)
         self._stopwords: tuple[frozenset[str], int] | None = None
+
+    @property  # type: ignore[override]
+    def is_heading(self) -> bool:
+        heading = self._heading
+        if heading is None:
+            path = self._path
+            heading = self._heading = path is not None and _is_heading(path)
+        return heading
+
+    @property
+    def heading(self) -> bool:
+        return self.is_heading
+
+    @heading.setter
+    def heading(self, value: bool) -> None:
+        self._heading = value
 
     @property
     def xpath(self) -> str:
@@ -599,7 +619,7 @@ def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
         else:
             below_root = chain[: len(chain) - new_root_depth + 1]
             paragraph.dom_path = ".".join(node[_TAG] for node in reversed(below_root))
-        paragraph.is_heading = bool(HEADINGS_PATTERN.search(paragraph.dom_path))
+        paragraph._heading = bool(HEADINGS_PATTERN.search(paragraph.dom_path))
     return paragraphs
 
 
@@ -651,11 +671,144 @@ def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> list[FastPa
 
 
 def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str]) -> list[FastParagraph]:
-    """jusText's context-free and context-sensitive classification, default parameters, in place."""
-    count_stopwords(paragraphs, define_stoplist(stoplist))  # the lower-cased set jusText will use
-    classify_paragraphs(paragraphs, stoplist)
-    revise_paragraph_classification(paragraphs)
+    """jusText's context-free and context-sensitive classification, default parameters, in place.
+
+    The rules of `justext.core.classify_paragraphs` and `revise_paragraph_classification`, step for
+    step, on lists of classes instead of paragraph attributes; the stock functions lower-case the
+    stoplist on every call (a page with the union of all lists pays for 150,000 words) and read a
+    heading test for every paragraph, where the rules need it for a few.
+    """
+    stopwords = _lowered(stoplist)
+    is_stopword = stopwords.__contains__
+    cf_classes = []
+    for paragraph in paragraphs:
+        length = paragraph._length
+        words = paragraph._words
+        text = paragraph.text
+        if length and paragraph.chars_count_in_links / length > MAX_LINK_DENSITY_DEFAULT:
+            cf = "bad"
+        elif "\xa9" in text or "&copy" in text or "select" in paragraph.dom_path:
+            cf = "bad"
+        elif length < LENGTH_LOW_DEFAULT:
+            cf = "bad" if paragraph.chars_count_in_links > 0 else "short"
+        else:
+            # Only the paragraphs that get this far need their stopwords counted. Lower-casing the
+            # text then splitting it gives the same words as splitting then lower-casing.
+            count = sum(map(is_stopword, text.lower().split()))
+            paragraph._stopwords = (stopwords, count)
+            density = count / words if words else 0
+            if density >= STOPWORDS_HIGH_DEFAULT:
+                cf = "good" if length > LENGTH_HIGH_DEFAULT else "neargood"
+            elif density >= STOPWORDS_LOW_DEFAULT:
+                cf = "neargood"
+            else:
+                cf = "bad"
+        paragraph.cf_class = cf
+        cf_classes.append(cf)
+    classes = _revised(paragraphs, cf_classes)
+    for paragraph, class_type in zip(paragraphs, classes, strict=True):
+        paragraph.class_type = class_type
     return paragraphs
+
+
+def _revised(paragraphs: list[FastParagraph], cf_classes: list[str]) -> list[str]:
+    """The classes `justext.core.revise_paragraph_classification` gives paragraphs classed
+    `cf_classes` (default maximum heading distance), stage by stage.
+
+    A neighbour is the nearest paragraph before or after that is good or bad ("bad" at either end),
+    or, for the second look of the short stage, good, bad or near-good; each stage finds them in two
+    passes instead of a search per paragraph.
+    """
+    n = len(paragraphs)
+    classes = [p.class_type for p in paragraphs]
+    # Good headings. Stock jusText copies each class from `cf_class` in this same loop, so the
+    # paragraphs after a heading still hold their previous class here: for fresh paragraphs none is
+    # good, and the stage only copies the classes.
+    if "good" not in classes:
+        classes = cf_classes[:]
+    else:
+        for i, cf in enumerate(cf_classes):
+            classes[i] = cf
+            if cf == "short" and paragraphs[i].heading:
+                _promote_heading(paragraphs, classes, i, "neargood")
+    # Short paragraphs, all judged by the classes before any of them changes (so only good, bad and
+    # near-good ones are neighbours).
+    if "short" in classes:
+        following: list[tuple[str, str] | None] = [None] * n
+        good_bad = near = "bad"
+        for i in range(n - 1, -1, -1):
+            class_type = classes[i]
+            if class_type == "short":
+                following[i] = (good_bad, near)
+            elif class_type == "neargood":
+                near = class_type
+            else:
+                good_bad = near = class_type
+        revised = classes[:]
+        good_bad = near = "bad"
+        for i, class_type in enumerate(classes):
+            if class_type == "short":
+                next_good_bad, next_near = following[i]  # type: ignore[misc]
+                if good_bad == next_good_bad:
+                    revised[i] = good_bad
+                elif (good_bad == "bad" and near == "neargood") or (
+                        next_good_bad == "bad" and next_near == "neargood"):
+                    revised[i] = "good"
+                else:
+                    revised[i] = "bad"
+            elif class_type == "neargood":
+                near = class_type
+            else:
+                good_bad = near = class_type
+        classes = revised
+    # Near-good paragraphs, in order: one revised counts as the previous neighbour of the next.
+    if "neargood" in classes:
+        following_good_bad = [""] * n
+        good_bad = "bad"
+        for i in range(n - 1, -1, -1):
+            class_type = classes[i]
+            if class_type == "neargood":
+                following_good_bad[i] = good_bad
+            else:
+                good_bad = class_type
+        good_bad = "bad"
+        for i, class_type in enumerate(classes):
+            if class_type == "neargood":
+                class_type = classes[i] = (
+                    "bad" if good_bad == "bad" and following_good_bad[i] == "bad" else "good")
+            good_bad = class_type
+    # More good headings.
+    for i, class_type in enumerate(classes):
+        if class_type == "bad" and cf_classes[i] != "bad" and paragraphs[i].heading:
+            _promote_heading(paragraphs, classes, i, "good")
+    return classes
+
+
+def _promote_heading(paragraphs: list[FastParagraph], classes: list[str], i: int, to: str) -> None:
+    """Class heading `i` as `to` when a good paragraph follows within the maximum heading distance
+    (the characters of the paragraphs between them)."""
+    distance = 0
+    for j in range(i + 1, len(paragraphs)):
+        if distance > MAX_HEADING_DISTANCE_DEFAULT:
+            return
+        if classes[j] == "good":
+            classes[i] = to
+            return
+        distance += paragraphs[j]._length
+
+
+@functools.lru_cache(maxsize=16)
+def _lowered_cached(stoplist: frozenset[str]) -> frozenset[str]:
+    lowered = define_stoplist(stoplist)
+    return stoplist if lowered == stoplist else lowered
+
+
+def _lowered(stoplist: Iterable[str]) -> frozenset[str]:
+    """`justext.core.define_stoplist(stoplist)` (the lower-cased words), computed once per stoplist
+    object: jusText's lists and ours are lower-cased already, and the union is large."""
+    if isinstance(stoplist, frozenset):
+        return _lowered_cached(stoplist)
+    return define_stoplist(stoplist)  # type: ignore[no-any-return]
 
 
 def justext(html: str, stoplist: frozenset[str]) -> list[FastParagraph]:
