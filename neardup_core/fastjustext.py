@@ -113,33 +113,72 @@ def _normalize_stripped(text: str) -> str:
     return " ".join(text.split())
 
 
-# A path node is a list [tag, order among same-tag siblings, parent node, sibling counts of its
-# children, dom path, xpath, is a heading]: cheaper to make than an object, and made once per element.
-# The dom path is built with the node (a paragraph's class depends on it); the xpath and the heading
-# test (`Paragraph.is_heading`: an h<digit> element on the dom path) only when a paragraph asks, and
-# then shared with the paragraphs of the same node.
-_TAG, _ORDER, _PARENT, _CHILDREN, _DOM, _XPATH, _HEADING = range(7)
-PathNode = list
+class _Elements:
+    """The elements one parse met, in document order: each one's tag and parent (an index, -1 for
+    none). A paragraph names its element by index. Appending a tag and an int per element is all the
+    parser target does; a dom path is joined when a paragraph is made, and an xpath (which needs each
+    element's order among its same-tag siblings) only when one is read.
+    """
 
+    __slots__ = ("tags", "parents", "_doms", "_xpaths", "_orders")
 
-def _is_heading(node: PathNode) -> bool:
-    """`Paragraph.is_heading`: an ``h<digit>`` tag on the dom path. The pattern cannot match across
-    the dots that join the tags, so each tag is tested once, and only tags with an "h" at all."""
-    heading = node[_HEADING]
-    if heading is None:
-        parent = node[_PARENT]
-        tag = node[_TAG]
-        heading = node[_HEADING] = (parent is not None and _is_heading(parent)) or (
-            "h" in tag and HEADINGS_PATTERN.search(tag) is not None)
-    return heading  # type: ignore[no-any-return]
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.parents: list[int] = []
+        self._doms: dict[int, str] = {}
+        self._xpaths: dict[int, str] = {}
+        self._orders: list[int] | None = None
 
+    def dom(self, node: int) -> str:
+        """The dom path of element `node`: the tags from the root down, joined by dots."""
+        dom = self._doms.get(node)
+        if dom is None:
+            parent = self.parents[node]
+            tag = self.tags[node]
+            dom = self._doms[node] = tag if parent < 0 else f"{self.dom(parent)}.{tag}"
+        return dom
 
-def _xpath(node: PathNode) -> str:
-    if node[_XPATH] is None:
-        parent = node[_PARENT]
-        prefix = "" if parent is None else _xpath(parent)
-        node[_XPATH] = f"{prefix}/{node[_TAG]}[{node[_ORDER]}]"
-    return node[_XPATH]  # type: ignore[no-any-return]
+    def xpath(self, node: int) -> str:
+        """The xpath of element `node`: ``/tag[order]`` steps from the root down."""
+        xpath = self._xpaths.get(node)
+        if xpath is None:
+            if self._orders is None:
+                self._orders = self._sibling_orders()
+            parent = self.parents[node]
+            prefix = "" if parent < 0 else self.xpath(parent)
+            xpath = self._xpaths[node] = f"{prefix}/{self.tags[node]}[{self._orders[node]}]"
+        return xpath
+
+    def _sibling_orders(self) -> list[int]:
+        counts: dict[tuple[int, str], int] = {}
+        orders = []
+        for key in zip(self.parents, self.tags):
+            order = counts[key] = counts.get(key, 0) + 1
+            orders.append(order)
+        return orders
+
+    def reroot(self, root: int, tag: str | None) -> None:
+        """Make element `root` a root (renamed `tag`, if given), as `lxml.html.fromstring` does when
+        it returns an element of the document."""
+        self.parents[root] = -1
+        if tag is not None:
+            self.tags[root] = tag
+        self._doms.clear()
+        self._xpaths.clear()
+
+    def depth(self, node: int) -> int:
+        """How many elements lead from the root to `node`, both counted."""
+        depth = 0
+        while node >= 0:
+            depth += 1
+            node = self.parents[node]
+        return depth
+
+    def ancestor(self, node: int, steps: int) -> int:
+        """The element `steps` levels above `node`."""
+        for _ in range(steps):
+            node = self.parents[node]
+        return node
 
 
 class FastParagraph(Paragraph):
@@ -154,12 +193,13 @@ class FastParagraph(Paragraph):
     # property with a plain value. `is_heading` (and `heading`, which stock classification copies
     # from it) is computed when first read: the classification reads it for few paragraphs.
     __slots__ = ("text", "dom_path", "text_nodes", "chars_count_in_links", "tags_count", "class_type",
-                 "cf_class", "_heading", "_path", "_length", "_words", "_stopwords")
+                 "cf_class", "_heading", "_elements", "_node", "_length", "_words", "_stopwords")
 
-    def __init__(self, path: PathNode | None, text_nodes: list[str], chars_in_links: int,
+    def __init__(self, elements: _Elements, node: int, text_nodes: list[str], chars_in_links: int,
                  tags_count: int) -> None:
-        self._path = path
-        self.dom_path = "" if path is None else path[_DOM]
+        self._elements = elements
+        self._node = node
+        self.dom_path = "" if node < 0 else elements.dom(node)
         self._heading: bool | None = None
         self.text_nodes = text_nodes
         self.chars_count_in_links = chars_in_links
@@ -184,8 +224,7 @@ class FastParagraph(Paragraph):
     def is_heading(self) -> bool:
         heading = self._heading
         if heading is None:
-            path = self._path
-            heading = self._heading = path is not None and _is_heading(path)
+            heading = self._heading = HEADINGS_PATTERN.search(self.dom_path) is not None
         return heading
 
     @property
@@ -198,7 +237,7 @@ class FastParagraph(Paragraph):
 
     @property
     def xpath(self) -> str:
-        return "/" if self._path is None else _xpath(self._path)
+        return "/" if self._node < 0 else self._elements.xpath(self._node)
 
     def __len__(self) -> int:
         return self._length
@@ -368,10 +407,13 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
     kind_of = kinds.get
     chunks: list[str] = []
     pending = ""  # the text since the last visible event
-    stack: list[PathNode] = []
+    elements = _Elements()
+    element_tags = elements.tags
+    element_parents = elements.parents
+    stack: list[int] = []  # the open elements
     facts = {"elements": 0}
     links = tags = depth = skip = 0
-    path: PathNode | None = None
+    path = -1  # the element of the current paragraph
     has_text = in_link = after_br = False
     top = ""  # with a shape: the tag of the current child of the root
 
@@ -425,10 +467,10 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
             links += _normalized_length(text)
         after_br = False
 
-    def new_paragraph(new_path: PathNode | None) -> None:
+    def new_paragraph(new_path: int) -> None:
         nonlocal chunks, links, tags, path, has_text
         if has_text:
-            paragraphs.append(FastParagraph(path, chunks, links, tags))
+            paragraphs.append(FastParagraph(elements, path, chunks, links, tags))
             chunks = []
             has_text = False
         elif chunks:
@@ -464,18 +506,12 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
                 pending = ""
             else:
                 flush()
+        node = len(element_tags)
+        element_tags.append(tag)
         if stack:
-            parent = stack[-1]
-            siblings = parent[_CHILDREN]
-            if siblings is None:
-                order = 1
-                parent[_CHILDREN] = {tag: 1}
-            else:
-                order = siblings.get(tag, 0) + 1
-                siblings[tag] = order
-            node = [tag, order, parent, None, f"{parent[_DOM]}.{tag}", None, None]
+            element_parents.append(stack[-1])
         else:
-            node = [tag, 1, None, None, tag, None, None]
+            element_parents.append(-1)
             facts["elements"] += 1
         stack.append(node)
         if kind == _BLOCK:
@@ -514,10 +550,10 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
             stack.pop()
             if kind == _BLOCK:
                 if has_text or chunks:
-                    new_paragraph(stack[-1] if stack else None)
+                    new_paragraph(stack[-1] if stack else -1)
                 else:
                     links = tags = 0
-                    path = stack[-1] if stack else None
+                    path = stack[-1] if stack else -1
             elif kind == _ANCHOR:
                 in_link = False
         if not depth:
@@ -543,7 +579,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
     def close() -> list[FastParagraph]:
         if pending:
             flush()
-        new_paragraph(None)
+        new_paragraph(-1)
         return paragraphs
 
     return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts,
@@ -602,34 +638,26 @@ def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
         rename = "div" if shape.has_block else "span"
     if rename == "span" and shape.has_paragraph_tag:
         return None
-    chains = [_chain(p._path) for p in paragraphs]
+    if not paragraphs:
+        return paragraphs
+    elements = paragraphs[0]._elements
     new_root_depth = 3 if rename is None else 2  # the body's child, or the body: counted from html
-    for chain in chains:
-        if len(chain) >= new_root_depth:
-            root = chain[-new_root_depth]
-            root[_PARENT] = None
-            if rename is not None:
-                root[_TAG] = rename
-    for paragraph, chain in zip(paragraphs, chains, strict=True):
-        if len(chain) < new_root_depth or (rename == "span" and len(chain) == new_root_depth):
-            if rename == "span" and len(chain) == new_root_depth:
+    depths = [-1 if p._node < 0 else elements.depth(p._node) for p in paragraphs]
+    deepest = max(range(len(paragraphs)), key=depths.__getitem__)
+    if depths[deepest] >= new_root_depth:
+        # Every element at that depth is the same one: the body, or its only child.
+        root = elements.ancestor(paragraphs[deepest]._node, depths[deepest] - new_root_depth)
+        elements.reroot(root, rename)
+    for paragraph, depth in zip(paragraphs, depths, strict=True):
+        if depth < new_root_depth or (rename == "span" and depth == new_root_depth):
+            if rename == "span" and depth == new_root_depth:
                 paragraph.tags_count += 1
-            paragraph._path = None
+            paragraph._node = -1
             paragraph.dom_path = ""
         else:
-            below_root = chain[: len(chain) - new_root_depth + 1]
-            paragraph.dom_path = ".".join(node[_TAG] for node in reversed(below_root))
-        paragraph._heading = bool(HEADINGS_PATTERN.search(paragraph.dom_path))
+            paragraph.dom_path = elements.dom(paragraph._node)
+        paragraph._heading = None
     return paragraphs
-
-
-def _chain(node: PathNode | None) -> list[PathNode]:
-    """The node and its ancestors, the node first."""
-    chain = []
-    while node is not None:
-        chain.append(node)
-        node = node[_PARENT]
-    return chain
 
 
 def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None:
