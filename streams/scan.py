@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import time
-from collections import Counter
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -23,6 +24,9 @@ from neardup_core.inputs import RawEvent, count_events, read_events
 from neardup_core.messages import Rejection
 from neardup_core.page import Fetch
 from streams.settings import Settings
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -69,6 +73,25 @@ def _fingerprint_one(item: tuple[RawEvent, int, FingerprintSettings]) -> tuple[s
                                base64.b64encode(event.raw).decode())
 
 
+def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], *, chunk: int = 8,
+                window: int = 8) -> Iterator[R]:
+    """`fn` over `items` in a process pool, results in input order, with at most `window` chunks of
+    `chunk` items in flight: unlike `Executor.map`, which submits the whole input at once, memory
+    stays flat on a large WARC."""
+    pending: deque[Future[list[R]]] = deque()
+    source = iter(items)
+    while batch := list(islice(source, chunk)):
+        pending.append(pool.submit(_apply, fn, batch))
+        if len(pending) >= window:
+            yield from pending.popleft().result()
+    while pending:
+        yield from pending.popleft().result()
+
+
+def _apply(fn: Callable[[T], R], batch: list[T]) -> list[R]:
+    return [fn(item) for item in batch]
+
+
 def _events(files: list[Path]) -> Iterator[RawEvent]:
     for path in files:
         yield from read_events(path)
@@ -90,7 +113,8 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     items = ((event, settings.max_body_bytes, fp_settings) for event in _events(files))
     pool = ProcessPoolExecutor(processes) if processes > 1 else None
-    results = pool.map(_fingerprint_one, items, chunksize=8) if pool else map(_fingerprint_one, items)
+    results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
+               else map(_fingerprint_one, items))
     out.parent.mkdir(parents=True, exist_ok=True)
     with (out.open("wb") as out_fh, _maybe_open(rejects) as rejects_fh, _maybe_open(hosts) as hosts_fh,
           Progress(TextColumn("[bold]scan"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),

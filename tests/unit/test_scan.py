@@ -8,6 +8,8 @@ import random
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -18,6 +20,7 @@ from neardup_core.oracle import oracle_from_fetches
 from neardup_core.simhash import from_hex, hamming
 from neardup_core.synthetic import generate_crawl
 from neardup_core.urls import host_of
+from streams.scan import bounded_map
 
 K = 3
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +138,35 @@ def test_host_signals_penalise_the_trap_and_learn_its_rules(scanned) -> None:
     for host in ("herald.example", "aggregator.example", "blog.pinecone.example"):
         assert final[host]["penalty"] <= 0.1, final[host]
     assert host_of("https://www.DailyLedger.example/x") in final
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_bounded_map_keeps_order_and_reads_input_lazily() -> None:
+    pulled = []
+
+    def source() -> Iterator[int]:
+        for i in range(200):
+            pulled.append(i)
+            yield i
+
+    with ProcessPoolExecutor(2) as pool:
+        results = bounded_map(pool, _square, source(), chunk=5, window=3)
+        assert next(results) == 0
+        assert len(pulled) <= 5 * 3 + 1  # at most `window` chunks were submitted before the first result
+        assert list(results) == [i * i for i in range(1, 200)]
+
+
+def test_scan_with_two_processes_decides_as_with_one(crawl, scanned, tmp_path: Path) -> None:
+    events = tmp_path / "crawl.jsonl"
+    write(events, crawl)
+    out, state = tmp_path / "two.jsonl", tmp_path / "two.state"
+    cmd = [sys.executable, "-m", "streams.cli", "scan", str(events), "--state", str(state), "--out", str(out),
+           "--no-progress", "--processes", "2"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    first = scanned[0]
+    assert said(latest(out)) == said(first)
