@@ -7,9 +7,12 @@ near duplicates (1 to k bits flipped from an earlier page), distinct URLs of one
 (so rank goes by fetch time and stored pages rank better than the queries), random digests.
 Backends, each measured in its own child process (clean RSS):
 
-* ``rocks-t4`` / ``rocks-t20``: `neardup_core.rocks.RocksStore` with the seed design
-  (`TableDesign(3, 4)`, 4 tables of 16 key bits) and Manku's 6-choose-3 design (`TableDesign(3, 6)`,
-  20 tables of 31 to 33 key bits). The first `--real-inserts` pages go in through the real code
+* ``rocks-t4`` / ``rocks-t10`` / ``rocks-t20``: `neardup_core.rocks.RocksStore` (prefix Bloom
+  filters, as `neardup scan` and the workers open the index) with the seed design (`TableDesign(3, 4)`,
+  4 tables of 16 key bits), the `auto` design for 10^5 to 10^7 pages (`TableDesign(3, 5)`, 10 tables
+  of 25 or 26 key bits) and Manku's 6-choose-3 design (`TableDesign(3, 6)`, 20 tables of 31 to 33 key
+  bits); ``rocks-t20-nofilter`` is the 20-table design on plain RocksDB options (no prefix filters),
+  the peer the filters are measured against. The first `--real-inserts` pages go in through the real code
   path (`index.probes_for` + `index.probe_bucket`, which probes and inserts); the rest through
   RocksDB write batches of the same keys and values (checked against `probes_for` and
   `encode_entry`), then flush and full compaction before the disk is measured. Timed queries are
@@ -17,8 +20,8 @@ Backends, each measured in its own child process (clean RSS):
   the two digest tables), i.e. the whole index step for one page, query then insert.
 * ``rocks-t20-compact``: a layout proposal, build and disk only: table entries with empty values and
   one version record per page (the value every entry now repeats).
-* ``numpy``: brute force, `neardup_core.simhash.hamming_many` over an array of the N fingerprints, and
-  the same scan with `np.bitwise_count` (a proposal for `hamming_many`).
+* ``numpy``: brute force, `neardup_core.simhash.hamming_many` (`np.bitwise_count`) over an array of
+  the N fingerprints.
 * ``datasketch``: `MinHashLSH(threshold=0.8, num_perm=128)` over MinHashes of small random sets (20
   random 64-bit values; near duplicates share 19 of 20, Jaccard 0.9), up to 10^6; timed queries are
   `lsh.query` then `lsh.insert` (the MinHash itself is made outside the timing, as our fingerprint is).
@@ -59,7 +62,7 @@ from common import (
 )
 
 from neardup_core.index import encode_entry, probe_bucket, probes_for
-from neardup_core.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key
+from neardup_core.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes
 from neardup_core.page import PageVersion
 from neardup_core.simhash import hamming_many
 from neardup_core.tables import TableDesign
@@ -68,9 +71,10 @@ K = 3
 BASE_MS = 1_600_000_000_000
 NEAR_SHARE = 0.05
 SET_SIZE = 20
-DESIGNS = {"rocks-t4": TableDesign(K, 4), "rocks-t20": TableDesign(K, 6),
-           "rocks-t20-compact": TableDesign(K, 6)}
-ALL_BACKENDS = ("rocks-t4", "rocks-t20", "rocks-t20-compact", "numpy", "datasketch")
+DESIGNS = {"rocks-t4": TableDesign(K, 4), "rocks-t10": TableDesign(K, 5), "rocks-t20": TableDesign(K, 6),
+           "rocks-t20-nofilter": TableDesign(K, 6), "rocks-t20-compact": TableDesign(K, 6)}
+ALL_BACKENDS = ("rocks-t4", "rocks-t10", "rocks-t20", "rocks-t20-nofilter", "rocks-t20-compact", "numpy",
+                "datasketch")
 DATASKETCH_MAX = 10**6
 CHUNK = 50_000
 
@@ -117,30 +121,6 @@ def page_of(i: int, fp: int) -> PageVersion:
                        hashlib.sha256(b"text%d" % i).hexdigest(), int(fp))
 
 
-class CachedPage(PageVersion):
-    """A proposal, measured here without touching neardup_core: a page version whose rank and
-    version id are computed once, not on every access (probe_bucket reads both on every probe)."""
-
-    __slots__ = ("_rank", "_vid")
-    _rank: Any
-    _vid: bytes
-
-    @classmethod
-    def of(cls, page: PageVersion) -> CachedPage:
-        self = cls(*page.to_list())
-        object.__setattr__(self, "_rank", page.rank)
-        object.__setattr__(self, "_vid", page.version_id)
-        return self
-
-    @property  # type: ignore[override]
-    def rank(self) -> Any:
-        return self._rank
-
-    @property  # type: ignore[override]
-    def version_id(self) -> bytes:
-        return self._vid
-
-
 def permute_many(design: TableDesign, fps: np.ndarray, table: int) -> np.ndarray:
     """`design.permute` for an array of fingerprints."""
     out = np.zeros(len(fps), np.uint64)
@@ -166,8 +146,9 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     shutil.rmtree(path, ignore_errors=True)
     gc.collect()
     rss0 = rss_bytes()
-    db = Rdict(str(path), options=rocks_options())
-    store = RocksStore.wrap(db)
+    prefix = None if backend.endswith("nofilter") else shared_prefix_bytes(min(design.key_bits))
+    db = Rdict(str(path), options=rocks_options(prefix))
+    store = RocksStore.wrap(db, same_prefix=prefix is not None)
     out: dict[str, Any] = {"design": design.name}
 
     # 1. the real path for the first pages
@@ -253,26 +234,6 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     out["queries"] = q
     out["rss_after_queries"] = rss_bytes()
 
-    # 4. the proposal, interleaved with the current code on fresh query pages
-    extra, _ = query_fingerprints(fps, 2 * q, seed + 17)
-    plain_lat, cached_lat = [], []
-    for j in range(2 * q):
-        page = page_of(n + q + j, extra[j])
-        if j % 4 in (1, 2):  # half of each kind (even queries are the near duplicates)
-            t0 = clock()
-            page = CachedPage.of(page)
-            for probe in probes_for(design, page):
-                probe_bucket(store, probe, design, K)
-            cached_lat.append(clock() - t0)
-        else:
-            t0 = clock()
-            for probe in probes_for(design, page):
-                probe_bucket(store, probe, design, K)
-            plain_lat.append(clock() - t0)
-    out["proposal_plain_mean_s"] = float(np.mean(plain_lat))
-    out["proposal_cached_mean_s"] = float(np.mean(cached_lat))
-    out["proposal_plain_p50_s"] = percentile(plain_lat, 0.5)
-    out["proposal_cached_p50_s"] = percentile(cached_lat, 0.5)
     db.close()
     shutil.rmtree(path, ignore_errors=True)
     return out
@@ -289,9 +250,7 @@ def child_numpy(n: int, q: int, seed: int) -> dict[str, Any]:
     del fps
     qn = max(10, min(q, int(2e8 // n)))  # brute force at 10^7 takes a second a query
     qfps, near = query_fingerprints(index, qn, seed)
-    for name, scan in (("hamming_many", lambda fp: np.flatnonzero(hamming_many(int(fp), index) <= K)),
-                       ("bitwise_count", lambda fp: np.flatnonzero(
-                           np.bitwise_count(np.bitwise_xor(index, fp)) <= K))):
+    for name, scan in (("hamming_many", lambda fp: np.flatnonzero(hamming_many(int(fp), index) <= K)),):
         scan(qfps[0])  # warm up
         peak0 = rss_bytes()
         latencies, found = [], []
@@ -525,12 +484,6 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int], que
                             f"{r['candidates_mean']:.2f} ({r['candidates_expected']:.2f})",
                             f"{r['recall']:.1%}",
                             r["queries"])
-                    lat.add(f"  PROPOSAL: rank + version id once per page ({backend})", label,
-                            fmt_ms(r["proposal_cached_p50_s"]), "",
-                            f"mean {fmt_ms(r['proposal_cached_mean_s'])} vs "
-                            f"{fmt_ms(r['proposal_plain_mean_s'])} "
-                            f"ms now: {r['proposal_plain_mean_s'] / r['proposal_cached_mean_s']:.2f}x", "",
-                            r["queries"])
                 built = (f"{r['real_inserts']:,} real path ({fmt_rate(r['real_insert_pages_s'])} pages/s)"
                          if r["real_inserts"] else "")
                 if r["batch_pages"]:
@@ -541,15 +494,14 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int], que
                 mem.add(name, label, fmt_rate(rate), fmt_bytes(r["rss_after_build"]),
                         fmt_bytes(r["rss_growth"] / n), fmt_bytes(r["disk_bytes"] / n), built)
             elif backend == "numpy":
-                for variant in ("hamming_many", "bitwise_count"):
+                for variant in ("hamming_many",):
                     v = r[variant]
                     lat.add(f"numpy brute force ({variant})", label, fmt_ms(v["p50_s"]), fmt_ms(v["p99_s"]),
                             f"{n:,} (all)", f"{v['recall']:.1%}", r["queries"])
                 mem.add("numpy brute force", label, "(array copy)", fmt_bytes(r["rss_after_build"]),
                         fmt_bytes(r["rss_growth"] / n), "n/a (memory)",
                         f"one uint64 array; peak RSS while scanning "
-                        f"{fmt_bytes(r['hamming_many']['rss_during'])} "
-                        f"(hamming_many), {fmt_bytes(r['bitwise_count']['rss_during'])} (bitwise_count)")
+                        f"{fmt_bytes(r['hamming_many']['rss_during'])}")
             else:
                 lat.add(f"datasketch MinHashLSH (b={r['bands']}, r={r['rows']})", label, fmt_ms(r["p50_s"]),
                         fmt_ms(r["p99_s"]), f"{r['candidates_mean']:.2f}", f"{r['recall']:.1%}", r["queries"])
@@ -565,9 +517,8 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int], que
         "ones only).",
         "datasketch rows: lsh.query then lsh.insert of a ready MinHash; numpy rows: one scan of the N "
         "fingerprints, no insert. Half the queries are planted near duplicates (recall is over those).",
-        "PROPOSAL rows: fresh query pages alternating with pages of the current code in the same store; "
-        "the page's rank and version id are computed once (a PageVersion subclass in this script) "
-        "instead of on each of the T + 2 probes.",
+        "rocks-t20-nofilter: the same design and data without prefix Bloom filters (the options before "
+        "they were added): the peer of rocks-t20.",
         "latencies on a shared 2-core machine: p99 moves with other people's work; compare within a row "
         "group of one run.",
     ]

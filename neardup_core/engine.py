@@ -14,6 +14,7 @@ from pathlib import Path
 
 from neardup_core.gather import Gather, UrlState
 from neardup_core.index import probe_bucket
+from neardup_core.keys import shared_prefix_bytes
 from neardup_core.messages import Decision
 from neardup_core.page import Fetch
 from neardup_core.store import MemoryStore, Store
@@ -50,7 +51,8 @@ def open_state(state_dir: Path | None, config: EngineConfig) -> tuple[Store, Sto
                 f"or the same settings (NEARDUP_K, NEARDUP_TABLES).")
     else:
         meta_path.write_text(json.dumps(meta) + "\n")
-    return RocksStore(state_dir / "index"), RocksStore(state_dir / "urls")
+    prefix = shared_prefix_bytes(min(config.design.key_bits, default=64))
+    return RocksStore(state_dir / "index", prefix_bytes=prefix), RocksStore(state_dir / "urls")
 
 
 def stored_config(state_dir: Path) -> EngineConfig | None:

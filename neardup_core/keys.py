@@ -38,3 +38,9 @@ def exact_bucket_range(table: int, digest_hex: str) -> tuple[bytes, bytes]:
 def permuted_of_key(key: bytes) -> int:
     """The permuted fingerprint stored in a near-table key."""
     return int.from_bytes(key[1:9], "big")
+
+
+def shared_prefix_bytes(min_key_bits: int) -> int:
+    """How many leading key bytes all entries of any bucket share, when the narrowest near table
+    keys on `min_key_bits` bits (exact buckets share 33): the prefix a store may filter on."""
+    return 1 + min_key_bits // 8

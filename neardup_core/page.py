@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from neardup_core.keys import VERSION_ID_BYTES
 from neardup_core.rank import Rank, rank_of
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PageVersion:
     """A URL's body; `fetched_at_ms` is the first fetch of this body at this URL, so recrawls of
-    an unchanged body keep the version's rank."""
+    an unchanged body keep the version's rank. Its version id and rank are computed once (the
+    index step reads both on every probe of the page)."""
 
     url: str
     importance: float
@@ -22,11 +24,11 @@ class PageVersion:
     text_sha256: str
     simhash: int | None
 
-    @property
+    @cached_property
     def version_id(self) -> bytes:
         return version_id(self.url, self.body_sha256)
 
-    @property
+    @cached_property
     def rank(self) -> Rank:
         return rank_of(self.url, self.importance, self.fetched_at_ms, self.body_sha256)
 

@@ -31,6 +31,7 @@ from neardup_core.gather import Gather, UrlState
 from neardup_core.hosts import HostPolicy
 from neardup_core.hosttracker import HostTracker
 from neardup_core.index import Answer, probe_bucket
+from neardup_core.keys import shared_prefix_bytes
 from neardup_core.messages import Decision, Rejection
 from neardup_core.page import Fetch
 from streams import metrics, records
@@ -119,7 +120,9 @@ def create_app(settings: Settings) -> faust.App:
     table_options = {"block_cache_size": 32 * 1024 * 1024}
     urls = app.Table("urls", partitions=partitions, options=table_options, **RAW_TABLE)
     pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
-    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL, options=table_options,
+    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL,
+                      options={**table_options, "block_cache_size": settings.index_cache_mb << 20,
+                               "prefix_bytes": shared_prefix_bytes(min(design.key_bits, default=64))},
                       **RAW_TABLE)
     host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
     host_policy = HostPolicy(window_s=settings.host_window_s)

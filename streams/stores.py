@@ -12,16 +12,44 @@ from pathlib import Path
 from typing import Any
 
 from faust.stores import STORES
+from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
 
-from neardup_core.rocks import range_items
+from neardup_core.rocks import add_prefix_filters, range_items
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
 
 
+class PrefixRocksOptions(RocksDBOptions):
+    """Faust's RocksDB options plus prefix Bloom filters (`neardup_core.rocks.add_prefix_filters`)."""
+
+    def __init__(self, prefix_bytes: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.prefix_bytes = prefix_bytes
+
+    def as_options(self) -> Any:
+        opts = super().as_options()
+        add_prefix_filters(opts, self.prefix_bytes, self.block_cache_size)
+        return opts
+
+
 class PrefixRocksStore(RocksDBStore):
+    """Faust's rocksdict store with range scans; a table whose options hold `prefix_bytes` gets
+    prefix Bloom filters, and every range it scans must lie within one prefix."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        base = self.rocksdb_options
+        self.prefix_bytes: int | None = base.extra_options.get("prefix_bytes")
+        if self.prefix_bytes:
+            self.rocksdb_options = PrefixRocksOptions(
+                self.prefix_bytes, max_open_files=base.max_open_files, write_buffer_size=base.write_buffer_size,
+                max_write_buffer_number=base.max_write_buffer_number,
+                target_file_size_base=base.target_file_size_base, block_cache_size=base.block_cache_size,
+                use_rocksdict=base.use_rocksdict, ttl=base.ttl)
+
     @property
     def basename(self) -> Path:
         """The table name, as for `rocksdb://` tables (Faust reads it from the URL's path)."""
@@ -29,7 +57,8 @@ class PrefixRocksStore(RocksDBStore):
 
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
-        for key, value in range_items(self._db_for_partition(partition), lo, hi):
+        db = self._db_for_partition(partition)
+        for key, value in range_items(db, lo, hi, same_prefix=bool(self.prefix_bytes)):
             if key != self.offset_key:
                 yield key, value
 
