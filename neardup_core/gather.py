@@ -193,8 +193,9 @@ class Gather:
 
     def decision_of(self, version: VersionState, revision: int, now_ms: int) -> Decision:
         fetch, page, best = version.fetch, version.page, version.best
-        common = dict(url=fetch.url, host=fetch.host, body_sha256=fetch.body_sha256, revision=revision,
-                      fetched_at=ms_to_rfc3339(version.last_fetch_ms), decided_at=ms_to_rfc3339(now_ms))
+        common: dict[str, Any] = dict(url=fetch.url, host=fetch.host, body_sha256=fetch.body_sha256,
+                                      revision=revision, fetched_at=ms_to_rfc3339(version.last_fetch_ms),
+                                      decided_at=ms_to_rfc3339(now_ms))
         if page is None:
             return Decision(verdict="skipped", duplicate_of=None, distance=None, simhash=None, text_sha256=None,
                             reason=fetch.skip_reason or "skipped", complete=True, **common)

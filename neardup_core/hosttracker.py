@@ -6,6 +6,7 @@ host's `RuleState`. The agent runs one tracker per partition of its table; `scan
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,7 +69,7 @@ class HostTracker:
             state = self.host(host)
             assert state is not None
             rules = rules_for(self.rules(host))
-            closing = close_windows(state, lambda start, h=host: self.window(h, start), flush=True, rules=rules,
+            closing = close_windows(state, functools.partial(self.window, host), flush=True, rules=rules,
                                     policy=self.policy)
             self.store.put(f"c|{host}".encode(), closing.host.to_bytes())
             for start, window in closing.windows.items():

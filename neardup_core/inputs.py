@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,4 +97,4 @@ def count_events(path: Path) -> int | None:
     if is_warc(path):
         return None
     with _open(path) as fh:
-        return sum(1 for line in io.BufferedReader(fh) if line.strip())  # type: ignore[arg-type]
+        return sum(1 for line in fh if line.strip())
