@@ -28,11 +28,12 @@ from lxml import etree
 from neardup_core import fastjustext
 from neardup_core.stoplists import (
     MAX_DETECT_WORDS,
+    MIN_DETECT_WORDS,
     best_stoplist,
     declared_language,
+    lower_stoplist_hits,
     stoplist,
     stoplist_for,
-    stoplist_hits,
     union_stoplist,
 )
 
@@ -87,22 +88,26 @@ def extract(html: str, *, language: str | None = None, engine: Engine = "fast") 
         raise ExtractError(f"HTML parser failed: {exc}") from None
     except (etree.LxmlError, ValueError, justext.core.JustextError) as exc:
         raise ExtractError(f"HTML parser failed: {exc}") from None
-    name = choose_stoplist(html, [p.text for p in paragraphs], language)
+    if isinstance(paragraphs, fastjustext.Paragraphs):
+        name = _choose(html, fastjustext.longest_words(paragraphs, MAX_DETECT_WORDS), language)
+    else:
+        name = choose_stoplist(html, [p.text for p in paragraphs], language)
     words = stoplist(name) if name else union_stoplist()
     if engine == "fast":
         fastjustext.classify(paragraphs, words)
     else:
         justext.core.classify_paragraphs(paragraphs, words)
         justext.core.revise_paragraph_classification(paragraphs)
-    kept = tuple(p.text for p in paragraphs if p.class_type == "good")
-    total = sum(len(p.text) for p in paragraphs)
+    texts = [p.text for p in paragraphs]
+    kept = tuple([text for text, p in zip(texts, paragraphs, strict=True) if p.class_type == "good"])
+    total = sum(map(len, texts))
     ratio = 1.0 - sum(map(len, kept)) / total if total else 0.0
     if kept:
         return Extraction("\n".join(kept), kept, name, ratio, fallback=False)
-    # jusText's cleaning already dropped scripts and styles; drop noscript too, if there is any.
-    if _NOSCRIPT.search(html):
-        paragraphs = _paragraphs(html, engine, visible_only=True)
-    visible = tuple(p.text for p in paragraphs if p.text)
+    # jusText's cleaning already dropped scripts and styles; drop noscript too, if the page shows any.
+    if _shows_noscript(html, paragraphs):
+        texts = [p.text for p in _paragraphs(html, engine, visible_only=True)]
+    visible = tuple(filter(None, texts))
     return Extraction("\n".join(visible), visible, name, ratio, fallback=bool(visible))
 
 
@@ -117,13 +122,27 @@ def choose_stoplist(html: str, texts: list[str], language: str | None = None) ->
         count += text.count(" ") + text.count("\n") + 1  # paragraph text is whitespace-normalised
         if count >= MAX_DETECT_WORDS:
             break
-    words = " ".join(sample).split()[:MAX_DETECT_WORDS]
+    words = " ".join(sample).lower().split()[:MAX_DETECT_WORDS]
+    return _choose(html, words, language)
+
+
+def _choose(html: str, words: list[str], language: str | None) -> str | None:
+    """`choose_stoplist` for a page whose sample of lower-cased words is `words`."""
     declared = stoplist_for(language) or stoplist_for(declared_language(html))
-    hits = stoplist_hits(words)
+    if len(words) < MIN_DETECT_WORDS:  # too few words to guess from, or to doubt the declaration
+        return declared
+    hits = lower_stoplist_hits(words)
     guessed = best_stoplist(hits, len(words))
     if declared is None or guessed is None or guessed == declared:
         return declared or guessed
     return declared if hits.get(declared, 0) >= DECLARED_MIN_HIT_RATIO * hits[guessed] else guessed
+
+
+def _shows_noscript(html: str, paragraphs: list[Any]) -> bool:
+    """Whether the page has a noscript element that dropping could change `paragraphs` by."""
+    if isinstance(paragraphs, fastjustext.Paragraphs):
+        return paragraphs.noscript
+    return _NOSCRIPT.search(html) is not None
 
 
 def _paragraphs(html: str, engine: Engine, *, visible_only: bool = False) -> list[Any]:

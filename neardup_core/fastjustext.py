@@ -33,6 +33,7 @@ link characters and tag count) and on random markup (tests/unit/test_extract.py)
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -65,10 +66,12 @@ _AFTER_ROOT = 1 << 62  # a skip depth that never returns to zero
 # libxml2 builds no element deeper than this (without its "huge" option) and stops parsing there.
 MAX_DEPTH = 256
 # What a tag means to the cleaner and the paragraph maker, in one lookup (cleaner kinds last).
-_INLINE, _BLOCK, _BR, _ANCHOR, _KILLED, _REMOVED, _LINK, _IMAGE = range(8)
+# A noscript element is inline to jusText; the kind only notes that the page shows one.
+_INLINE, _BLOCK, _BR, _ANCHOR, _KILLED, _REMOVED, _LINK, _IMAGE, _NOSCRIPT = range(9)
 _TAG_KINDS: dict[str, int] = {
     **dict.fromkeys(PARAGRAPH_TAGS, _BLOCK), **dict.fromkeys(KILL_TAGS, _KILLED),
     **dict.fromkeys(REMOVE_TAGS, _REMOVED), "br": _BR, "a": _ANCHOR, "link": _LINK, "image": _IMAGE,
+    "noscript": _NOSCRIPT,
 }
 
 
@@ -193,7 +196,8 @@ class FastParagraph(Paragraph):
     # property with a plain value. `is_heading` (and `heading`, which stock classification copies
     # from it) is computed when first read: the classification reads it for few paragraphs.
     __slots__ = ("text", "dom_path", "text_nodes", "chars_count_in_links", "tags_count", "class_type",
-                 "cf_class", "_heading", "_elements", "_node", "_length", "_words", "_stopwords")
+                 "cf_class", "_heading", "_elements", "_node", "_length", "_words", "_stopwords",
+                 "_lower_words")
 
     def __init__(self, elements: _Elements, node: int, text_nodes: list[str], chars_in_links: int,
                  tags_count: int) -> None:
@@ -219,6 +223,7 @@ class FastParagraph(Paragraph):
         self.text = text
         self._length = len(text)
         self._stopwords: tuple[frozenset[str], int] | None = None
+        self._lower_words: list[str] | None = None
 
     @property  # type: ignore[override]
     def is_heading(self) -> bool:
@@ -234,6 +239,14 @@ class FastParagraph(Paragraph):
     @heading.setter
     def heading(self, value: bool) -> None:
         self._heading = value
+
+    def lower_words(self) -> list[str]:
+        """The words of the text, lower-cased (kept: stoplist detection and classification both
+        need them)."""
+        words = self._lower_words
+        if words is None:
+            words = self._lower_words = self.text.lower().split()
+        return words
 
     @property
     def xpath(self) -> str:
@@ -351,6 +364,13 @@ def clean(root: etree._Element, extra_kill: tuple[str, ...] = ()) -> None:
     etree.strip_tags(root, *REMOVE_TAGS)
 
 
+class Paragraphs(list[FastParagraph]):
+    """A page's paragraphs, in order. `noscript` tells whether the page shows a noscript element
+    (one the cleaner keeps): only then can dropping noscript elements change the paragraphs."""
+
+    noscript = False
+
+
 @dataclass(frozen=True, slots=True)
 class _Target:
     """The lxml parser-target interface (`start`, `end`, `data`, `pi`, `close`) of `_paragraph_target`,
@@ -360,7 +380,7 @@ class _Target:
     end: Callable[[str], None]
     data: Callable[[str], None]
     pi: Callable[..., None]
-    close: Callable[[], list[FastParagraph]]
+    close: Callable[[], Paragraphs]
     tail: Callable[[str], None]
     facts: dict[str, int]
     comment: Callable[[str], None] | None = None
@@ -403,7 +423,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
     The handlers are closures over local state rather than methods: they run once per element and
     text node, and attribute access would cost more than the work itself.
     """
-    paragraphs: list[FastParagraph] = []
+    paragraphs = Paragraphs()
     kind_of = kinds.get
     chunks: list[str] = []
     pending = ""  # the text since the last visible event
@@ -500,6 +520,8 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
                 return
             if kind == _IMAGE:
                 tag = "img"
+            elif kind == _NOSCRIPT:
+                paragraphs.noscript = True
         depth += 1
         if pending:
             if pending.isspace():  # most text between tags is indentation: skip the call
@@ -576,7 +598,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         nonlocal pending
         pending += text
 
-    def close() -> list[FastParagraph]:
+    def close() -> Paragraphs:
         if pending:
             flush()
         new_paragraph(-1)
@@ -602,18 +624,18 @@ def _replay(el: etree._Element, target: _Target) -> None:
         target.pi(el.target, el.text)
 
 
-def segment(root: etree._Element) -> list[FastParagraph]:
+def segment(root: etree._Element) -> Paragraphs:
     """The paragraphs `justext.core.ParagraphMaker` makes from the cleaned tree at `root`."""
     target = _paragraph_target()
     _replay(root, target)
     if root.tail:
         target.tail(root.tail)
-    paragraphs: list[FastParagraph] = target.close()
+    paragraphs = target.close()
     return paragraphs
 
 
-def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
-              kinds: Mapping[str, int]) -> list[FastParagraph] | None:
+def _rerooted(paragraphs: Paragraphs, shape: _Shape,
+              kinds: Mapping[str, int]) -> Paragraphs | None:
     """The paragraphs of the element `lxml.html.fromstring` chooses, from those of the whole document
     of `shape`; None for the shapes it merges or reorders (several heads or bodies, text or elements
     outside the body), which take the tree path.
@@ -660,7 +682,7 @@ def _rerooted(paragraphs: list[FastParagraph], shape: _Shape,
     return paragraphs
 
 
-def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None:
+def _streamed(html: str, kinds: Mapping[str, int]) -> Paragraphs | None:
     """The paragraphs of `html` made while parsing, or None when `html` needs the tree path."""
     full = bool(_FULL_HTML.match(html))
     for attempt in ("text", "bytes"):
@@ -668,7 +690,7 @@ def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None
         target = _paragraph_target(kinds, None if full else shape)
         try:
             if attempt == "text":
-                paragraphs: list[FastParagraph] = etree.fromstring(html, etree.HTMLParser(target=target))
+                paragraphs: Paragraphs = etree.fromstring(html, etree.HTMLParser(target=target))
             else:  # a string with an XML encoding declaration: see `parse_root`
                 paragraphs = etree.fromstring(html.encode("utf-8", "replace"),
                                               etree.HTMLParser(target=target, encoding="utf-8"))
@@ -681,7 +703,7 @@ def _streamed(html: str, kinds: Mapping[str, int]) -> list[FastParagraph] | None
     return paragraphs if full else _rerooted(paragraphs, shape, kinds)
 
 
-def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> list[FastParagraph]:
+def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> Paragraphs:
     """jusText's paragraphs of `html`, not yet classified; `extra_kill` names more elements to drop
     with their content (the fallback drops ``noscript``).
 
@@ -692,10 +714,25 @@ def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> list[FastPa
     if paragraphs is None:
         root = parse_root(html)
         if root.tag.__class__ is not str:  # a lone comment chosen as the root: no content
-            return []
+            return Paragraphs()
         clean(root, extra_kill)
         paragraphs = segment(root)
     return paragraphs
+
+
+def longest_words(paragraphs: list[FastParagraph], limit: int) -> list[str]:
+    """The first `limit` lower-cased words of the paragraphs taken longest first (the same order as
+    a stable sort of their texts by length, longest first)."""
+    words: list[str] = []
+    for paragraph in sorted(paragraphs, key=_LENGTH, reverse=True):
+        words += paragraph.lower_words()
+        if len(words) >= limit:
+            del words[limit:]
+            break
+    return words
+
+
+_LENGTH = operator.attrgetter("_length")
 
 
 def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str]) -> list[FastParagraph]:
@@ -722,7 +759,8 @@ def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str]) -> list[
         else:
             # Only the paragraphs that get this far need their stopwords counted. Lower-casing the
             # text then splitting it gives the same words as splitting then lower-casing.
-            count = sum(map(is_stopword, text.lower().split()))
+            lower_words = paragraph._lower_words
+            count = sum(map(is_stopword, text.lower().split() if lower_words is None else lower_words))
             paragraph._stopwords = (stopwords, count)
             density = count / words if words else 0
             if density >= STOPWORDS_HIGH_DEFAULT:

@@ -18,7 +18,6 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
-from itertools import chain
 
 import justext
 
@@ -127,8 +126,19 @@ def _word_index() -> dict[str, tuple[str, ...]]:
 def stoplist_hits(words: Iterable[str]) -> dict[str, int]:
     """How many of `words` (any case) each stoplist holds, English stopwords counting for English
     only; only stoplists with hits appear."""
-    found = filter(None, map(_word_index().get, " ".join(words).lower().split()))
-    return dict(Counter(chain.from_iterable(found)))
+    return lower_stoplist_hits(" ".join(words).lower().split())
+
+
+def lower_stoplist_hits(words: Iterable[str]) -> dict[str, int]:
+    """`stoplist_hits` for lower-cased words."""
+    # Count each distinct set of holders once, then spread the counts: a page's words fall into few
+    # such sets (every English stopword into one), so this touches far fewer items than counting
+    # every holder of every word.
+    hits: dict[str, int] = {}
+    for names, count in Counter(filter(None, map(_word_index().get, words))).items():
+        for name in names:
+            hits[name] = hits.get(name, 0) + count
+    return hits
 
 
 def detect_stoplist(words: list[str]) -> str | None:
