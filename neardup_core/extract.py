@@ -94,7 +94,7 @@ def extract(html: str, *, language: str | None = None, engine: Engine = "fast") 
         name = choose_stoplist(html, [p.text for p in paragraphs], language)
     words = stoplist(name) if name else union_stoplist()
     if engine == "fast":
-        fastjustext.classify(paragraphs, words)
+        fastjustext.classify(paragraphs, words, lower_cased=True)
     else:
         justext.core.classify_paragraphs(paragraphs, words)
         justext.core.revise_paragraph_classification(paragraphs)

@@ -155,7 +155,7 @@ class _Elements:
     def _sibling_orders(self) -> list[int]:
         counts: dict[tuple[int, str], int] = {}
         orders = []
-        for key in zip(self.parents, self.tags):
+        for key in zip(self.parents, self.tags, strict=True):
             order = counts[key] = counts.get(key, 0) + 1
             orders.append(order)
         return orders
@@ -735,15 +735,18 @@ def longest_words(paragraphs: list[FastParagraph], limit: int) -> list[str]:
 _LENGTH = operator.attrgetter("_length")
 
 
-def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str]) -> list[FastParagraph]:
+def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str], *,
+             lower_cased: bool = False) -> list[FastParagraph]:
     """jusText's context-free and context-sensitive classification, default parameters, in place.
+    `lower_cased` says the stoplist's words are lower-case already (as `neardup_core.stoplists`
+    makes them), so jusText's lower-casing of the list can be skipped.
 
     The rules of `justext.core.classify_paragraphs` and `revise_paragraph_classification`, step for
     step, on lists of classes instead of paragraph attributes; the stock functions lower-case the
     stoplist on every call (a page with the union of all lists pays for 150,000 words) and read a
     heading test for every paragraph, where the rules need it for a few.
     """
-    stopwords = _lowered(stoplist)
+    stopwords = stoplist if lower_cased else _lowered(stoplist)
     is_stopword = stopwords.__contains__
     cf_classes = []
     for paragraph in paragraphs:
@@ -865,8 +868,12 @@ def _promote_heading(paragraphs: list[FastParagraph], classes: list[str], i: int
 
 @functools.lru_cache(maxsize=16)
 def _lowered_cached(stoplist: frozenset[str]) -> frozenset[str]:
-    lowered = define_stoplist(stoplist)
-    return stoplist if lowered == stoplist else lowered
+    # One C-level pass tells whether every word is lower-case already (lower-casing is per word:
+    # no character's case mapping looks across a newline), as jusText's and ours are.
+    joined = "\n".join(stoplist)
+    if joined.lower() == joined:
+        return stoplist
+    return define_stoplist(stoplist)  # type: ignore[no-any-return]
 
 
 def _lowered(stoplist: Iterable[str]) -> frozenset[str]:

@@ -2,7 +2,10 @@
 
 jusText classifies a paragraph by its share of stopwords, so the stoplist must match the page's
 language. Loading a stoplist reads and lower-cases a few thousand words, so every list, the union and
-the word-to-languages index behind `detect_stoplist` are built once per process and cached.
+the word-to-languages index behind `detect_stoplist` are built once per process, when first needed,
+and kept. The index (150,000 words) takes longer to build from the 100 lists than a process takes to
+start, and every pool worker needs it, so it is also cached on disk (`index_cache_path`): built once
+per jusText version, loaded from then on, rebuilt when the file is missing or unreadable.
 
 Detection is deliberately cheap: the stoplist with the most hits on the page's words wins (the rule
 the corpus pairs were computed with). One correction: many lists were built from Wikipedia text and
@@ -14,12 +17,19 @@ the caller uses the union of all lists.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import functools
+import os
 import re
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 import justext
+import msgpack
 
 # ISO 639 codes (and a few legacy or Wikipedia codes) to jusText's stoplist names.
 _CODES = {
@@ -79,7 +89,7 @@ def stoplist(name: str) -> frozenset[str]:
 @functools.cache
 def union_stoplist() -> frozenset[str]:
     """All jusText stoplists merged: the stoplist for pages whose language is unknown."""
-    return frozenset().union(*(stoplist(name) for name in stoplist_names()))
+    return frozenset(_word_index())  # every word of every list, without loading the lists
 
 
 def stoplist_for(language: str | None) -> str | None:
@@ -112,15 +122,94 @@ def declared_language(html: str) -> str | None:
     return match.group(1) if match else None
 
 
+# Bump when the layout of the cached index changes.
+INDEX_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """Where neardup keeps files it can rebuild: ``$NEARDUP_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/neardup``, else ``~/.cache/neardup``."""
+    explicit = os.environ.get("NEARDUP_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "neardup"
+
+
+def index_cache_path() -> Path:
+    """The file the word index is cached in, named by jusText's version (whose lists it holds)."""
+    version = getattr(justext, "__version__", "unknown")
+    return cache_dir() / f"stoplist-index-justext-{version}-v{INDEX_FORMAT}.msgpack"
+
+
 @functools.cache
 def _word_index() -> dict[str, tuple[str, ...]]:
-    """Which stoplists hold each word (for detection: English stopwords count for English only)."""
+    """Which stoplists hold each word (for detection: English stopwords count for English only):
+    from the disk cache, else built and saved there."""
+    path = index_cache_path()
+    index = _load_index(path)
+    if index is None:
+        index = build_word_index()
+        _save_index(path, index)
+    return index
+
+
+def build_word_index() -> dict[str, tuple[str, ...]]:
+    """The word index of `_word_index`, built from the stoplists."""
     english = stoplist("English")
-    holders: dict[str, list[str]] = {}
+    index: dict[str, tuple[str, ...]] = {}
+    holders_of = index.get
     for name in stoplist_names():
-        for word in stoplist(name) if name == "English" else stoplist(name) - english:
-            holders.setdefault(word, []).append(name)
-    return {word: tuple(names) for word, names in holders.items()}
+        words = stoplist(name) if name == "English" else stoplist(name) - english
+        holder = (name,)
+        index.update({word: holders_of(word, ()) + holder for word in words})
+    return index
+
+
+def _load_index(path: Path) -> dict[str, tuple[str, ...]] | None:
+    """The index saved at `path`, or None when there is none or it is unreadable, damaged, or for
+    other stoplists."""
+    try:
+        saved = msgpack.unpackb(path.read_bytes())
+        names = stoplist_names()
+        if (saved["format"], saved["byteorder"], tuple(saved["names"])) != (
+                INDEX_FORMAT, sys.byteorder, names):
+            return None
+        holder_sets = [tuple(names[i] for i in indices) for indices in saved["holders"]]
+        ids = array.array("I")
+        ids.frombytes(saved["ids"])
+        return dict(zip(saved["words"].split("\n"), map(holder_sets.__getitem__, ids), strict=True))
+    except Exception:  # a missing, truncated or foreign file: anything but a valid index is a miss
+        return None
+
+
+def _save_index(path: Path, index: dict[str, tuple[str, ...]]) -> None:
+    """Save `index` at `path` atomically (a whole file or none; concurrent writers write the same
+    bytes). Best effort: a read-only or full disk only costs the next process a rebuild."""
+    names = stoplist_names()
+    position = {name: i for i, name in enumerate(names)}
+    set_ids: dict[tuple[str, ...], int] = {}
+    ids = array.array("I", [set_ids.setdefault(holders, len(set_ids)) for holders in index.values()])
+    data = msgpack.packb({
+        "format": INDEX_FORMAT,
+        "byteorder": sys.byteorder,  # of the ids
+        "names": list(names),
+        "holders": [[position[name] for name in holders] for holders in set_ids],
+        "words": "\n".join(index),  # stopwords are lines of the stoplist files: no newlines
+        "ids": ids.tobytes(),
+    })
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def stoplist_hits(words: Iterable[str]) -> dict[str, int]:

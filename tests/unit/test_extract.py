@@ -214,3 +214,41 @@ def test_stopword_counts_match_per_paragraph_counting() -> None:
     for paragraph in paragraphs:
         assert paragraph.words_count == len(paragraph.text.split())
         assert paragraph.stopwords_count(words) == sum(w.lower() in words for w in paragraph.text.split())
+
+
+def test_fallback_reparses_only_when_the_page_shows_noscript() -> None:
+    """The fallback drops noscript elements; the parse notes whether the page shows one (one inside
+    the head or a script does not count), and both engines give the same extraction either way."""
+    body = '<ul><li><a href="/a">Products</a></li></ul><div>Opening hours: 9 to 5</div>'
+    shown = f"<html><body><noscript>Enable JavaScript</noscript>{body}</body></html>"
+    hidden = (f"<html><head><noscript><style>x{{}}</style></noscript></head><body>{body}"
+              "<script>document.write('<noscript>x</noscript>')</script></body></html>")
+    assert fastjustext.paragraphs_of(shown).noscript
+    assert not fastjustext.paragraphs_of(hidden).noscript
+    for html in (shown, hidden):
+        result = extract(html)
+        assert result.fallback and result.paragraphs == ("Products", "Opening hours: 9 to 5")
+        assert result == extract(html, engine="justext")
+
+
+def test_classifying_again_matches_stock_jusText() -> None:
+    """A second classification sees the first one's classes (jusText's heading step reads them):
+    the fast pass revises them as stock jusText does."""
+    html = ('<html><body><ul><li><a href="/a">Home</a></li><li><a href="/b">World news</a></li></ul>'
+            "<h2>Short heading</h2><p>A short line of text.</p>"
+            + "".join(f"<p>{paragraph}</p>" for paragraph in ENGLISH) + "</body></html>")
+    words = stoplist("English")
+    stock = justext.justext(html, words)
+    justext.core.classify_paragraphs(stock, words)
+    justext.core.revise_paragraph_classification(stock)
+    fast = fastjustext.classify(fastjustext.justext(html, words), words)
+    assert paragraph_facts(fast) == paragraph_facts(stock)
+    assert paragraph_facts(fast) != paragraph_facts(justext.justext(html, words))  # the step did act
+
+
+def test_upper_case_stoplist_is_lower_cased_like_stock_jusText() -> None:
+    html = templated_page(ENGLISH)
+    words = frozenset(word.upper() for word in stoplist("English"))
+    assert paragraph_facts(fastjustext.justext(html, words)) == paragraph_facts(justext.justext(html, words))
+    assert paragraph_facts(fastjustext.justext(html, words)) == paragraph_facts(
+        fastjustext.justext(html, stoplist("English")))
