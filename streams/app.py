@@ -167,12 +167,26 @@ def create_app(settings: Settings) -> faust.App:
             await hosts_topic.send(force=True, key=d.host.encode(), value=records.encode_host_change(d, before))
             before = d
 
+    # deadlines this process wrote: a page's answers mostly leave its deadline as it was, and one
+    # write (with its changelog record) per page is enough; after a restart every one is rewritten
+    # once, in case the crash lost a changelog record the local store kept
+    written_deadlines: dict[bytes, bytes] = {}
+
+    @app.on_partitions_revoked.connect
+    async def forget_deadlines(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        """Another worker may change a partition's deadlines while it is away from this one."""
+        written_deadlines.clear()
+
     def track_pending(key: bytes, state: UrlState) -> None:
         deadline = gather.awaiting(state)
         if deadline is not None:
-            pending[key] = deadline.to_bytes(8, "big")
-        elif pending.get(key) is not None:
-            del pending[key]
+            value = deadline.to_bytes(8, "big")
+            if written_deadlines.get(key) != value:
+                pending[key] = written_deadlines[key] = value
+        else:
+            written_deadlines.pop(key, None)
+            if pending.get(key) is not None:
+                del pending[key]
 
     @app.agent(gather_topic, concurrency=1)
     async def gather_agent(stream: faust.StreamT) -> None:
@@ -210,6 +224,7 @@ def create_app(settings: Settings) -> faust.App:
             decisions = gather.on_tick(state, tick_ms)
             urls[key] = state.to_bytes()
             del pending[key]
+            written_deadlines.pop(key, None)
             await publish(decisions, before)
 
     @app.agent(probes_topic, concurrency=1)
