@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -374,7 +375,7 @@ class Paragraphs(list[FastParagraph]):
 @dataclass(frozen=True, slots=True)
 class _Target:
     """The lxml parser-target interface (`start`, `end`, `data`, `pi`, `close`) of `_paragraph_target`,
-    plus `tail` for the text after the root element, and `facts` (see `_paragraph_target`)."""
+    plus `tail` for the text after the root element, `facts` and `reset` (see `_paragraph_target`)."""
 
     start: Callable[[str, Mapping[str, str]], None]
     end: Callable[[str], None]
@@ -383,6 +384,7 @@ class _Target:
     close: Callable[[], Paragraphs]
     tail: Callable[[str], None]
     facts: dict[str, int]
+    reset: Callable[[_Shape | None], None]
     comment: Callable[[str], None] | None = None
 
 
@@ -418,24 +420,47 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
     `Paragraph.__len__` makes it falsy). `close()` returns the paragraphs.
 
     With a `shape`, the target also notes there what `lxml.html.fromstring` needs to choose the root
-    (see `_rerooted`).
+    (see `_rerooted`). `reset(shape)` readies the target for another document, so that a parser
+    holding it can be reused (see `_reusable`).
 
     The handlers are closures over local state rather than methods: they run once per element and
     text node, and attribute access would cost more than the work itself.
     """
-    paragraphs = Paragraphs()
     kind_of = kinds.get
+    noting = shape is not None
+    facts = {"elements": 0}
+    # The state of the document being parsed: set by `reset`.
+    paragraphs = Paragraphs()
     chunks: list[str] = []
     pending = ""  # the text since the last visible event
     elements = _Elements()
-    element_tags = elements.tags
-    element_parents = elements.parents
-    stack: list[int] = []  # the open elements
-    facts = {"elements": 0}
-    links = tags = depth = skip = 0
-    path = -1  # the element of the current paragraph
+    add_tag = elements.tags.append
+    add_parent = elements.parents.append
+    parent_of = elements.parents.__getitem__
+    count = current = links = tags = depth = skip = path = 0
     has_text = in_link = after_br = False
-    top = ""  # with a shape: the tag of the current child of the root
+    top = ""
+
+    def reset(new_shape: _Shape | None) -> None:
+        nonlocal paragraphs, chunks, pending, elements, add_tag, add_parent, parent_of, count, current
+        nonlocal links, tags, depth, skip, path, has_text, in_link, after_br, top, shape
+        paragraphs = Paragraphs()
+        chunks = []
+        pending = ""
+        elements = _Elements()
+        add_tag = elements.tags.append
+        add_parent = elements.parents.append
+        parent_of = elements.parents.__getitem__
+        count = 0  # elements so far
+        current = -1  # the innermost open element
+        links = tags = depth = skip = 0
+        path = -1  # the element of the current paragraph
+        has_text = in_link = after_br = False
+        top = ""  # with a shape: the tag of the current child of the root
+        shape = new_shape
+        facts["elements"] = 0
+
+    reset(shape)
 
     def note_start(tag: str) -> None:
         nonlocal top
@@ -499,9 +524,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         path = new_path
 
     def start(tag: str, attrib: Mapping[str, str]) -> None:
-        nonlocal depth, skip, links, tags, path, after_br, in_link, pending
-        if shape is not None:
-            note_start(tag)
+        nonlocal depth, skip, links, tags, path, after_br, in_link, pending, count, current
         if skip:
             skip += 1
             if depth + skip > MAX_DEPTH:
@@ -528,14 +551,12 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
                 pending = ""
             else:
                 flush()
-        node = len(element_tags)
-        element_tags.append(tag)
-        if stack:
-            element_parents.append(stack[-1])
-        else:
-            element_parents.append(-1)
+        if current < 0:
             facts["elements"] += 1
-        stack.append(node)
+        add_tag(tag)
+        add_parent(current)
+        node = current = count
+        count += 1
         if kind == _BLOCK:
             if has_text or chunks:
                 new_paragraph(node)
@@ -557,7 +578,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
             tags += 1
 
     def end(tag: str) -> None:
-        nonlocal depth, skip, links, tags, path, in_link, pending
+        nonlocal depth, skip, links, tags, path, in_link, pending, current
         if skip:
             skip -= 1
             return
@@ -569,13 +590,13 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
                     pending = ""
                 else:
                     flush()
-            stack.pop()
+            current = parent_of(current)
             if kind == _BLOCK:
                 if has_text or chunks:
-                    new_paragraph(stack[-1] if stack else -1)
+                    new_paragraph(current)
                 else:
                     links = tags = 0
-                    path = stack[-1] if stack else -1
+                    path = current
             elif kind == _ANCHOR:
                 in_link = False
         if not depth:
@@ -585,8 +606,6 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         nonlocal pending
         if depth and not skip:
             pending = pending + text if pending else text
-            if shape is not None:
-                note_text(text)
 
     def pi(target: str, text: str | None = None) -> None:
         if shape is not None:
@@ -604,8 +623,21 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         new_paragraph(-1)
         return paragraphs
 
-    return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts,
-                   comment=None if shape is None else comment)
+    if not noting:
+        return _Target(start=start, end=end, data=data, pi=pi, close=close, tail=tail, facts=facts,
+                       reset=reset)
+
+    def start_noting(tag: str, attrib: Mapping[str, str]) -> None:
+        note_start(tag)
+        start(tag, attrib)
+
+    def data_noting(text: str) -> None:
+        data(text)
+        if depth and not skip:
+            note_text(text)
+
+    return _Target(start=start_noting, end=end, data=data_noting, pi=pi, close=close, tail=tail,
+                   facts=facts, reset=reset, comment=comment)
 
 
 def _replay(el: etree._Element, target: _Target) -> None:
@@ -682,25 +714,49 @@ def _rerooted(paragraphs: Paragraphs, shape: _Shape,
     return paragraphs
 
 
-def _streamed(html: str, kinds: Mapping[str, int]) -> Paragraphs | None:
+_PARSERS = threading.local()
+
+
+def _reusable(extra_kill: tuple[str, ...], noting: bool) -> tuple[etree.HTMLParser, _Target]:
+    """This thread's parser and target for `extra_kill` (and noting the document's shape or not).
+    A new parser costs as much as parsing a small page (libxml2 sets up a context on first use);
+    one parser serves one parse at a time, hence one per thread."""
+    cache: dict[tuple[tuple[str, ...], bool], tuple[etree.HTMLParser, _Target]] | None = getattr(
+        _PARSERS, "cache", None)
+    if cache is None or len(cache) > 8:  # few variants are ever used
+        cache = _PARSERS.cache = {}
+    found = cache.get((extra_kill, noting))
+    if found is None:
+        target = _paragraph_target(_kinds(extra_kill), _Shape() if noting else None)
+        found = cache[(extra_kill, noting)] = (etree.HTMLParser(target=target), target)
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _kinds(extra_kill: tuple[str, ...]) -> Mapping[str, int]:
+    """`_TAG_KINDS` with the `extra_kill` elements dropped with their content."""
+    return {**_TAG_KINDS, **dict.fromkeys(extra_kill, _KILLED)} if extra_kill else _TAG_KINDS
+
+
+def _streamed(html: str, extra_kill: tuple[str, ...] = ()) -> Paragraphs | None:
     """The paragraphs of `html` made while parsing, or None when `html` needs the tree path."""
     full = bool(_FULL_HTML.match(html))
-    for attempt in ("text", "bytes"):
-        shape = _Shape()
-        target = _paragraph_target(kinds, None if full else shape)
+    shape = None if full else _Shape()
+    parser, target = _reusable(extra_kill, not full)
+    target.reset(shape)
+    try:
         try:
-            if attempt == "text":
-                paragraphs: Paragraphs = etree.fromstring(html, etree.HTMLParser(target=target))
-            else:  # a string with an XML encoding declaration: see `parse_root`
-                paragraphs = etree.fromstring(html.encode("utf-8", "replace"),
-                                              etree.HTMLParser(target=target, encoding="utf-8"))
-            break
-        except ValueError:
-            if attempt == "bytes":
-                raise
-    if not target.facts["elements"]:
-        raise etree.ParserError("Document is empty")
-    return paragraphs if full else _rerooted(paragraphs, shape, kinds)
+            paragraphs: Paragraphs = etree.fromstring(html, parser)
+        except ValueError:  # a string with an XML encoding declaration: see `parse_root`
+            shape = None if full else _Shape()
+            target.reset(shape)
+            paragraphs = etree.fromstring(html.encode("utf-8", "replace"),
+                                          etree.HTMLParser(target=target, encoding="utf-8"))
+        if not target.facts["elements"]:
+            raise etree.ParserError("Document is empty")
+    finally:
+        target.reset(None)  # let go of this document
+    return paragraphs if shape is None else _rerooted(paragraphs, shape, _kinds(extra_kill))
 
 
 def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> Paragraphs:
@@ -709,8 +765,7 @@ def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> Paragraphs:
 
     Raises `lxml.etree.ParserError` for a document without elements.
     """
-    kinds = {**_TAG_KINDS, **dict.fromkeys(extra_kill, _KILLED)} if extra_kill else _TAG_KINDS
-    paragraphs = _streamed(html, kinds)
+    paragraphs = _streamed(html, extra_kill)
     if paragraphs is None:
         root = parse_root(html)
         if root.tag.__class__ is not str:  # a lone comment chosen as the root: no content

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import justext
@@ -252,3 +253,23 @@ def test_upper_case_stoplist_is_lower_cased_like_stock_jusText() -> None:
     assert paragraph_facts(fastjustext.justext(html, words)) == paragraph_facts(justext.justext(html, words))
     assert paragraph_facts(fastjustext.justext(html, words)) == paragraph_facts(
         fastjustext.justext(html, stoplist("English")))
+
+
+def _paragraphs_or_error(html: str) -> object:
+    try:
+        return [(p.text, p.dom_path, p.xpath, p.tags_count, p.chars_count_in_links)
+                for p in fastjustext.paragraphs_of(html)]
+    except etree.ParserError as exc:
+        return str(exc)
+
+
+def test_reused_parser_carries_nothing_from_one_document_to_the_next() -> None:
+    """Each thread reuses its parser: documents in any order, failures between them included, and
+    documents parsed in other threads at the same time give the same paragraphs."""
+    pages = [templated_page(ENGLISH), "<p>a fragment</p><div>and a div</div>", "<!-- only a comment -->",
+             templated_page(GERMAN, lang="de"), "<span>only inline</span>", "<<<",
+             '<?xml version="1.0" encoding="utf-8"?><html><body><p>café</p></body></html>']
+    forward = [_paragraphs_or_error(page) for page in pages]
+    assert [_paragraphs_or_error(page) for page in reversed(pages)] == forward[::-1]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(_paragraphs_or_error, pages * 20)) == forward * 20
