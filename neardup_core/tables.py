@@ -69,13 +69,24 @@ class TableDesign:
     def name(self) -> str:
         return f"k{self.k}-b{self.blocks}-t{self.table_count}"
 
+    @cached_property
+    def _moves(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+        """For each table, (shift, mask, destination shift) of each block in its order."""
+        out = []
+        for order in self.tables:
+            moves, top = [], 64
+            for i in order:
+                shift, width = self.block_bits[i]
+                top -= width
+                moves.append((shift, (1 << width) - 1, top))
+            out.append(tuple(moves))
+        return tuple(out)
+
     def permute(self, fp: int, table: int) -> int:
         """The fingerprint with the table's blocks in its order, key blocks in the top bits."""
-        out, top = 0, 64
-        for i in self.tables[table]:
-            shift, width = self.block_bits[i]
-            top -= width
-            out |= ((fp >> shift) & ((1 << width) - 1)) << top
+        out = 0
+        for shift, mask, top in self._moves[table]:
+            out |= ((fp >> shift) & mask) << top
         return out
 
     def unpermute(self, permuted: int, table: int) -> int:
