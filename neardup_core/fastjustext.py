@@ -117,6 +117,11 @@ def _normalize_stripped(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=4096)
+def _tag_is_heading(tag: str) -> bool:
+    return "h" in tag and HEADINGS_PATTERN.search(tag) is not None
+
+
 class _Elements:
     """The elements one parse met, in document order: each one's tag and parent (an index, -1 for
     none). A paragraph names its element by index. Appending a tag and an int per element is all the
@@ -124,7 +129,7 @@ class _Elements:
     element's order among its same-tag siblings) only when one is read.
     """
 
-    __slots__ = ("tags", "parents", "_doms", "_xpaths", "_orders")
+    __slots__ = ("tags", "parents", "_doms", "_xpaths", "_orders", "_headings")
 
     def __init__(self) -> None:
         self.tags: list[str] = []
@@ -132,6 +137,7 @@ class _Elements:
         self._doms: dict[int, str] = {}
         self._xpaths: dict[int, str] = {}
         self._orders: list[int] | None = None
+        self._headings: dict[int, bool] = {}
 
     def dom(self, node: int) -> str:
         """The dom path of element `node`: the tags from the root down, joined by dots."""
@@ -141,6 +147,17 @@ class _Elements:
             tag = self.tags[node]
             dom = self._doms[node] = tag if parent < 0 else f"{self.dom(parent)}.{tag}"
         return dom
+
+    def is_heading(self, node: int) -> bool:
+        """`Paragraph.is_heading` for a paragraph of element `node`: an ``h<digit>`` tag on its dom
+        path. The pattern cannot match across the dots that join the tags, so each element's own tag
+        is tested once, and its answer shared with the elements below it."""
+        heading = self._headings.get(node)
+        if heading is None:
+            parent = self.parents[node]
+            heading = self._headings[node] = (parent >= 0 and self.is_heading(parent)) or (
+                _tag_is_heading(self.tags[node]))
+        return heading
 
     def xpath(self, node: int) -> str:
         """The xpath of element `node`: ``/tag[order]`` steps from the root down."""
@@ -169,6 +186,7 @@ class _Elements:
             self.tags[root] = tag
         self._doms.clear()
         self._xpaths.clear()
+        self._headings.clear()
 
     def depth(self, node: int) -> int:
         """How many elements lead from the root to `node`, both counted."""
@@ -204,7 +222,11 @@ class FastParagraph(Paragraph):
                  tags_count: int) -> None:
         self._elements = elements
         self._node = node
-        self.dom_path = "" if node < 0 else elements.dom(node)
+        if node < 0:
+            self.dom_path = ""
+        else:  # paragraphs of one element share its dom path: skip the call when it is known
+            dom = elements._doms.get(node)
+            self.dom_path = elements.dom(node) if dom is None else dom
         self._heading: bool | None = None
         self.text_nodes = text_nodes
         self.chars_count_in_links = chars_in_links
@@ -230,7 +252,7 @@ class FastParagraph(Paragraph):
     def is_heading(self) -> bool:
         heading = self._heading
         if heading is None:
-            heading = self._heading = HEADINGS_PATTERN.search(self.dom_path) is not None
+            heading = self._heading = self._node >= 0 and self._elements.is_heading(self._node)
         return heading
 
     @property
