@@ -545,8 +545,10 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         links = tags = 0
         path = new_path
 
+    # `start` and `end` run for every element: they do what `flush` and `new_paragraph` do inline.
     def start(tag: str, attrib: Mapping[str, str]) -> None:
         nonlocal depth, skip, links, tags, path, after_br, in_link, pending, count, current
+        nonlocal chunks, has_text
         if skip:
             skip += 1
             if depth + skip > MAX_DEPTH:
@@ -569,10 +571,14 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
                 paragraphs.noscript = True
         depth += 1
         if pending:
-            if pending.isspace():  # most text between tags is indentation: skip the call
-                pending = ""
-            else:
-                flush()
+            if not pending.isspace():  # (most text between tags is indentation) what `flush` does
+                chunks.append(pending)
+                has_text = True
+                if in_link:
+                    links += (len(pending) if "  " not in pending and pending.isprintable()
+                              else _normalized_length(pending))
+                after_br = False
+            pending = ""
         if current < 0:
             facts["elements"] += 1
         add_tag(tag)
@@ -580,11 +586,14 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         node = current = count
         count += 1
         if kind == _BLOCK:
-            if has_text or chunks:
-                new_paragraph(node)
-            else:  # the common case of nothing to keep: what `new_paragraph` would do
-                links = tags = 0
-                path = node
+            if has_text:
+                paragraphs.append(FastParagraph(elements, path, chunks, links, tags))
+                chunks = []
+                has_text = False
+            elif chunks:
+                chunks = []
+            links = tags = 0
+            path = node
         elif kind == _BR:
             if after_br:
                 tags -= 1  # a <br><br> separator is not a tag of either paragraph
@@ -600,7 +609,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
             tags += 1
 
     def end(tag: str) -> None:
-        nonlocal depth, skip, links, tags, path, in_link, pending, current
+        nonlocal depth, skip, links, tags, path, in_link, pending, current, chunks, has_text, after_br
         if skip:
             skip -= 1
             return
@@ -608,17 +617,24 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         kind = kind_of(tag, _INLINE)
         if kind != _REMOVED:
             if pending:
-                if pending.isspace():
-                    pending = ""
-                else:
-                    flush()
+                if not pending.isspace():  # what `flush` does
+                    chunks.append(pending)
+                    has_text = True
+                    if in_link:
+                        links += (len(pending) if "  " not in pending and pending.isprintable()
+                                  else _normalized_length(pending))
+                    after_br = False
+                pending = ""
             current = parent_of(current)
             if kind == _BLOCK:
-                if has_text or chunks:
-                    new_paragraph(current)
-                else:
-                    links = tags = 0
-                    path = current
+                if has_text:
+                    paragraphs.append(FastParagraph(elements, path, chunks, links, tags))
+                    chunks = []
+                    has_text = False
+                elif chunks:
+                    chunks = []
+                links = tags = 0
+                path = current
             elif kind == _ANCHOR:
                 in_link = False
         if not depth:
