@@ -15,6 +15,11 @@ not the result. Rows:
 
 Agreement compares the fast engine with stock jusText on every page: the kept paragraphs (text of the
 paragraphs classed good), and every paragraph's text and final class.
+
+Cold start: a fresh interpreter's import of `neardup_core.extract` and first `extract()` of a short
+English page (which needs the stoplist word index and the English stoplist), the median of
+``--cold-runs`` processes: with the index cache of `neardup_core.stoplists` in place (every process
+after the first on a machine), and with an empty cache directory (the first; it builds and saves it).
 """
 
 from __future__ import annotations
@@ -23,7 +28,11 @@ import argparse
 import gc
 import gzip
 import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -129,11 +138,46 @@ def agreement(pages: list[Page]) -> tuple[int, int]:
     return kept_same, all_same
 
 
+COLD_START = """
+import time
+start = time.perf_counter()
+from neardup_core.extract import extract
+imported = time.perf_counter()
+result = extract("<html><body><p>" + "The council said that it would publish all of the reports "
+                 "before the end of the year, and that the public could then read them. " * 4
+                 + "</p></body></html>")
+assert result.language == "English", result
+print(imported - start, time.perf_counter() - imported)
+"""
+
+
+def cold_start(runs: int) -> dict[str, tuple[float, float]]:
+    """Median seconds of `runs` fresh processes to import `neardup_core.extract` and to run the first
+    `extract()`, with the stoplist index cache in place and with an empty cache directory."""
+    root = Path(__file__).resolve().parents[1]
+    results = {}
+    with tempfile.TemporaryDirectory() as warm:
+        for name in ("cached index", "empty cache"):
+            times = []
+            for _ in range(runs):
+                with tempfile.TemporaryDirectory() as empty:
+                    env = {**os.environ, "NEARDUP_CACHE_DIR": warm if name == "cached index" else empty}
+                    out = subprocess.run([sys.executable, "-c", COLD_START], env=env, cwd=root,
+                                         check=True, capture_output=True, text=True).stdout
+                    times.append(tuple(map(float, out.split())))
+            if name == "cached index":  # the first run built the cache: count the rest
+                times = times[1:] or times
+            results[name] = (statistics.median(t[0] for t in times),
+                             statistics.median(t[1] for t in times))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N pages")
     parser.add_argument("--repeat", type=int, default=3, help="runs per page and engine (best counts)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes per cold-start case")
     args = parser.parse_args()
     if not (args.corpus / "MANIFEST.jsonl").exists():
         sys.exit(f"no corpus at {args.corpus}")
@@ -154,6 +198,10 @@ def main() -> None:
     print(f"agreement, fast vs stock jusText: kept paragraphs identical on {kept_same}/{n} pages "
           f"({kept_same / n:.2%}); every paragraph's text and class identical on {all_same}/{n} "
           f"({all_same / n:.2%})")
+    if args.cold_runs:
+        for name, (imported, first) in cold_start(args.cold_runs).items():
+            print(f"cold start, {name}: import {imported:.3f} s + first extract() {first:.3f} s = "
+                  f"{imported + first:.3f} s (median of {args.cold_runs} processes)")
 
 
 if __name__ == "__main__":
