@@ -14,9 +14,14 @@ libxml2's events and does, as they come, what the three stock steps do one after
    skipped, and the text between two events that survive cleaning is joined into one text node, as
    the cleaned tree holds it;
 2. segment by `justext.core.ParagraphMaker`'s rules (block tags and ``<br><br>`` end a paragraph,
-   link text counted per text node), with path nodes that become strings only when asked;
-3. classify with jusText's own `classify_paragraphs` and `revise_paragraph_classification` and their
-   default parameters, on `FastParagraph` objects whose text and counts are computed once.
+   link text counted per text node), noting only each element's tag and parent (`_Elements`): dom
+   paths are joined per paragraph, xpaths and heading tests made when asked;
+3. classify by the rules of jusText's `classify_paragraphs` and `revise_paragraph_classification`
+   with their default parameters (`classify`), on `FastParagraph` objects whose text and counts are
+   computed once, counting stopwords only where a paragraph's density decides its class.
+
+Each thread reuses one parser and target (`_reusable`): a new lxml parser costs libxml2 a context
+set-up worth a small page.
 
 The events are those of libxml2's parser, which also builds the tree stock jusText walks, so the two
 agree as long as the tree is the whole stream: the parts where it is not (what follows the root
@@ -205,7 +210,7 @@ class _Elements:
 
 class FastParagraph(Paragraph):
     """A `justext.paragraph.Paragraph` whose text, length and word count are computed once, not on
-    every access, and whose stopword count `classify` computes for all paragraphs in one pass.
+    every access, and whose lower-cased words (`lower_words`) and stopword count are kept once made.
 
     `text_nodes` holds the raw text nodes; `text` is their whitespace-normalised concatenation, equal
     to what the stock class computes from its normalised nodes. `xpath` is built on first access.
