@@ -41,7 +41,7 @@ import functools
 import operator
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 
@@ -837,14 +837,15 @@ def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str], *,
              lower_cased: bool = False) -> list[FastParagraph]:
     """jusText's context-free and context-sensitive classification, default parameters, in place.
     `lower_cased` says the stoplist's words are lower-case already (as `neardup_core.stoplists`
-    makes them), so jusText's lower-casing of the list can be skipped.
+    makes them), so jusText's lower-cased copy of the list (`define_stoplist`) is not needed.
 
     The rules of `justext.core.classify_paragraphs` and `revise_paragraph_classification`, step for
-    step, on lists of classes instead of paragraph attributes; the stock functions lower-case the
-    stoplist on every call (a page with the union of all lists pays for 150,000 words) and read a
-    heading test for every paragraph, where the rules need it for a few.
+    step, on lists of classes instead of paragraph attributes (the stock functions make several
+    method calls per paragraph and search for neighbours per paragraph); stopwords are counted only
+    for the paragraphs whose density decides their class, and the heading test is made only where
+    the rules read it.
     """
-    stopwords = stoplist if lower_cased else _lowered(stoplist)
+    stopwords = stoplist if lower_cased else define_stoplist(stoplist)
     is_stopword = stopwords.__contains__
     cf_classes = []
     for paragraph in paragraphs:
@@ -962,24 +963,6 @@ def _promote_heading(paragraphs: list[FastParagraph], classes: list[str], i: int
             classes[i] = to
             return
         distance += paragraphs[j]._length
-
-
-@functools.lru_cache(maxsize=16)
-def _lowered_cached(stoplist: frozenset[str]) -> frozenset[str]:
-    # One C-level pass tells whether every word is lower-case already (lower-casing is per word:
-    # no character's case mapping looks across a newline), as jusText's and ours are.
-    joined = "\n".join(stoplist)
-    if joined.lower() == joined:
-        return stoplist
-    return define_stoplist(stoplist)  # type: ignore[no-any-return]
-
-
-def _lowered(stoplist: Iterable[str]) -> frozenset[str]:
-    """`justext.core.define_stoplist(stoplist)` (the lower-cased words), computed once per stoplist
-    object: jusText's lists and ours are lower-cased already, and the union is large."""
-    if isinstance(stoplist, frozenset):
-        return _lowered_cached(stoplist)
-    return define_stoplist(stoplist)  # type: ignore[no-any-return]
 
 
 def justext(html: str, stoplist: frozenset[str]) -> list[FastParagraph]:
