@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,7 +35,7 @@ class Decision:
     decided_at: str
 
     def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Decision:
@@ -83,7 +82,7 @@ class HostSignal:
     reason: str = ""
 
     def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> HostSignal:
@@ -102,7 +101,7 @@ class Rejection:
     raw_b64: str
 
     def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
+        return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Rejection:
