@@ -53,8 +53,8 @@ class Settings:
     """Table design: `auto` (from k and NEARDUP_EXPECTED_PAGES) or a name such as `k3-b6`."""
     expected_pages: int = field(default_factory=lambda: _int("NEARDUP_EXPECTED_PAGES", 1_000_000))
     """Expected number of stored pages, for `auto` table designs."""
-    index_cache_mb: int = field(default_factory=lambda: _int("NEARDUP_INDEX_CACHE_MB", 256))
-    """RocksDB block cache of the index table, per partition store (MiB)."""
+    index_cache_mb: int = field(default_factory=lambda: _int("NEARDUP_INDEX_CACHE_MB", 32))
+    """RocksDB block cache of the index table, per partition store (MiB); deploy/DEPLOY.md sizes memory with 32."""
     max_body_bytes: int = field(default_factory=lambda: _int("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024))
     """Bodies larger than this are rejected."""
     shingle_size: int = field(default_factory=lambda: _int("NEARDUP_SHINGLE_SIZE", 2))
