@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import justext
+from common import lxml_parse, resiliparse_text
 from lxml import etree
-from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -76,17 +75,6 @@ def load_pages(corpus: Path, limit: int | None) -> list[Page]:
     return pages
 
 
-def lxml_parse(html: str) -> None:
-    try:
-        etree.fromstring(html, etree.HTMLParser())
-    except ValueError:  # a string with an XML encoding declaration
-        etree.fromstring(html.encode("utf-8"), etree.HTMLParser(encoding="utf-8"))
-
-
-def resiliparse(html: str) -> None:
-    extract_plain_text(HTMLTree.parse(html), main_content=True)
-
-
 def guarded(run: Engine) -> Engine:
     """`run`, returning None for a document without elements (where jusText raises)."""
     def call(html: str, words: frozenset[str]) -> object:
@@ -99,7 +87,7 @@ def guarded(run: Engine) -> Engine:
 
 ENGINES: dict[str, Engine] = {
     "lxml parse": lambda html, _: lxml_parse(html),
-    "resiliparse": lambda html, _: resiliparse(html),
+    "resiliparse": lambda html, _: resiliparse_text(html),
     "jusText (stock)": guarded(justext.justext),
     "fast jusText": guarded(fastjustext.justext),
     "extract()": lambda html, _: extract(html),

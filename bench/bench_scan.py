@@ -51,8 +51,10 @@ from common import (
     fmt_rate,
     fmt_ratio,
     load_corpus,
+    lxml_parse,
     median,
     print_machine,
+    resiliparse_text,
     write_events_jsonl,
 )
 from datasketch import MinHash, MinHashLSH
@@ -180,20 +182,6 @@ def whole_runs(path: Path, workdir: Path, tables: str | None, rounds: int,
 
 
 # -------------------------------------------------------------------------------------------- stages
-
-def lxml_parse(html: str) -> None:
-    try:
-        etree.fromstring(html, etree.HTMLParser())
-    except ValueError:  # a string with an XML encoding declaration
-        etree.fromstring(html.encode("utf-8"), etree.HTMLParser(encoding="utf-8"))
-
-
-def resiliparse_text(html: str) -> None:
-    from resiliparse.extract.html2text import extract_plain_text
-    from resiliparse.parse.html import HTMLTree
-
-    extract_plain_text(HTMLTree.parse(html), main_content=True)
-
 
 def stage_table(events: list[bytes], repeat: int, fp_settings: FingerprintSettings, design_settings: Settings,
                 workdir: Path) -> Table:

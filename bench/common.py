@@ -288,3 +288,23 @@ def print_machine() -> None:
     info = machine()
     print(f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']} RAM, Python {info['python']}, "
           f"load average {info['load']}")
+
+
+# ------------------------------------------------------------------------- extraction floors (peers)
+
+def lxml_parse(html: str) -> None:
+    """lxml's HTML parse alone: the floor of any lxml-based extraction."""
+    from lxml import etree
+
+    try:
+        etree.fromstring(html, etree.HTMLParser())
+    except ValueError:  # a string with an XML encoding declaration
+        etree.fromstring(html.encode("utf-8"), etree.HTMLParser(encoding="utf-8"))
+
+
+def resiliparse_text(html: str) -> None:
+    """resiliparse's main-content text: a C-level extractor."""
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    extract_plain_text(HTMLTree.parse(html), main_content=True)
