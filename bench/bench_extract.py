@@ -10,15 +10,15 @@ not the result. Rows:
 * ``lxml parse``: `lxml.etree.fromstring` with an HTML parser, the floor of any lxml-based path;
 * ``resiliparse``: `extract_plain_text(HTMLTree.parse(html), main_content=True)`, a C-level extractor;
 * ``jusText (stock)``: `justext.justext(html, stoplist)`;
-* ``fast jusText``: `neardup_core.fastjustext.justext(html, stoplist)`, the same output;
-* ``extract()``: the whole `neardup_core.extract.extract` (fast engine, stoplist choice, fallback).
+* ``fast jusText``: `neardup_core.extract.fastjustext.justext(html, stoplist)`, the same output;
+* ``extract()``: the whole `neardup_core.extract.main_text.extract` (fast engine, stoplist choice, fallback).
 
 Agreement compares the fast engine with stock jusText on every page: the kept paragraphs (text of the
 paragraphs classed good), and every paragraph's text and final class.
 
-Cold start: a fresh interpreter's import of `neardup_core.extract` and first `extract()` of a short
+Cold start: a fresh interpreter's import of `neardup_core.extract.main_text` and first `extract()` of a short
 English page (which needs the stoplist word index and the English stoplist), the median of
-``--cold-runs`` processes: with the index cache of `neardup_core.stoplists` in place (every process
+``--cold-runs`` processes: with the index cache of `neardup_core.extract.stoplists` in place (every process
 after the first on a machine), and with an empty cache directory (the first; it builds and saves it).
 """
 
@@ -44,10 +44,10 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from neardup_core import fastjustext  # noqa: E402
-from neardup_core.decode import DecodeError, decode_body  # noqa: E402
-from neardup_core.extract import choose_stoplist, extract  # noqa: E402
-from neardup_core.stoplists import stoplist, union_stoplist  # noqa: E402
+from neardup_core.extract import fastjustext  # noqa: E402
+from neardup_core.extract.main_text import choose_stoplist, extract  # noqa: E402
+from neardup_core.extract.stoplists import stoplist, union_stoplist  # noqa: E402
+from neardup_core.ingest.decode import DecodeError, decode_body  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 Engine = Callable[[str, frozenset[str]], object]
@@ -129,7 +129,7 @@ def agreement(pages: list[Page]) -> tuple[int, int]:
 COLD_START = """
 import time
 start = time.perf_counter()
-from neardup_core.extract import extract
+from neardup_core.extract.main_text import extract
 imported = time.perf_counter()
 result = extract("<html><body><p>" + "The council said that it would publish all of the reports "
                  "before the end of the year, and that the public could then read them. " * 4
@@ -140,7 +140,7 @@ print(imported - start, time.perf_counter() - imported)
 
 
 def cold_start(runs: int) -> dict[str, tuple[float, float]]:
-    """Median seconds of `runs` fresh processes to import `neardup_core.extract` and to run the first
+    """Median seconds of `runs` fresh processes to import `neardup_core.extract.main_text` and to run the first
     `extract()`, with the stoplist index cache in place and with an empty cache directory."""
     root = Path(__file__).resolve().parents[1]
     results = {}

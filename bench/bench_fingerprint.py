@@ -2,7 +2,7 @@
 
     python bench/bench_fingerprint.py [--limit N] [--quick] [--repeat R] [--shingle-size S] [--profile]
 
-Every page is decoded and its main text extracted once (`neardup_core.extract.extract`), before
+Every page is decoded and its main text extracted once (`neardup_core.extract.main_text.extract`), before
 anything is timed. Each contender then goes from the main text to a fingerprint over the same
 features: the word S-shingles of `features.feature_tokens` (case-folded NFKC words, numbers and
 calendar words as placeholders); timing is per page, best of R runs, contenders taking turns:
@@ -47,12 +47,12 @@ from common import (
 from datasketch import MinHash
 from simhash import Simhash
 
-from neardup_core import features as nf
-from neardup_core.decode import DecodeError, decode_body
-from neardup_core.extract import ExtractError, extract
-from neardup_core.features import feature_tokens, shingle_features, tokens
-from neardup_core.fingerprint import FingerprintSettings, text_fingerprint
-from neardup_core.simhash import simhash64
+from neardup_core.extract.main_text import ExtractError, extract
+from neardup_core.fingerprint import features as nf
+from neardup_core.fingerprint.features import feature_tokens, shingle_features, tokens
+from neardup_core.fingerprint.page import FingerprintSettings, text_fingerprint
+from neardup_core.fingerprint.simhash import simhash64
+from neardup_core.ingest.decode import DecodeError, decode_body
 
 NUM_PERM = 128
 

@@ -7,7 +7,7 @@ near duplicates (1 to k bits flipped from an earlier page), distinct URLs of one
 (so rank goes by fetch time and stored pages rank better than the queries), random digests.
 Backends, each measured in its own child process (clean RSS):
 
-* ``rocks-t4`` / ``rocks-t10`` / ``rocks-t20``: `neardup_core.rocks.RocksStore` (prefix Bloom
+* ``rocks-t4`` / ``rocks-t10`` / ``rocks-t20``: `neardup_core.store.rocks.RocksStore` (prefix Bloom
   filters, as `neardup scan` and the workers open the index) with the seed design (`TableDesign(3, 4)`,
   4 tables of 16 key bits), the `auto` design for 10^5 to 10^7 pages (`TableDesign(3, 5)`, 10 tables
   of 25 or 26 key bits) and Manku's 6-choose-3 design (`TableDesign(3, 6)`, 20 tables of 31 to 33 key
@@ -20,7 +20,7 @@ Backends, each measured in its own child process (clean RSS):
   the two digest tables), i.e. the whole index step for one page, query then insert.
 * ``rocks-t20-compact``: a layout proposal, build and disk only: table entries with empty values and
   one version record per page (the value every entry now repeats).
-* ``numpy``: brute force, `neardup_core.simhash.hamming_many` (`np.bitwise_count`) over an array of
+* ``numpy``: brute force, `neardup_core.fingerprint.simhash.hamming_many` (`np.bitwise_count`) over an array of
   the N fingerprints.
 * ``datasketch``: `MinHashLSH(threshold=0.8, num_perm=128)` over MinHashes of small random sets (20
   random 64-bit values; near duplicates share 19 of 20, Jaccard 0.9), up to 10^6; timed queries are
@@ -61,11 +61,11 @@ from common import (
     rss_bytes,
 )
 
-from neardup_core.index import encode_entry, probe_bucket, probes_for
-from neardup_core.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes
-from neardup_core.page import PageVersion
-from neardup_core.simhash import hamming_many
-from neardup_core.tables import TableDesign
+from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.simhash import hamming_many
+from neardup_core.index.bucket import encode_entry, probe_bucket, probes_for
+from neardup_core.index.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes
+from neardup_core.index.tables import TableDesign
 
 K = 3
 BASE_MS = 1_600_000_000_000
@@ -137,7 +137,7 @@ def permute_many(design: TableDesign, fps: np.ndarray, table: int) -> np.ndarray
 def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, workdir: Path) -> dict[str, Any]:
     from rocksdict import Rdict, WriteBatch
 
-    from neardup_core.rocks import RocksStore, rocks_options
+    from neardup_core.store.rocks import RocksStore, rocks_options
 
     design = DESIGNS[backend]
     compact = backend.endswith("compact")

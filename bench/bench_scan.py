@@ -60,14 +60,14 @@ from common import (
 from datasketch import MinHash, MinHashLSH
 from lxml import etree
 
-from neardup_core.decode import decode_body
-from neardup_core.digests import body_sha256, text_sha256
-from neardup_core.engine import Engine, EngineConfig
-from neardup_core.events import parse_event
-from neardup_core.extract import extract
-from neardup_core.features import shingle_features
-from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
-from neardup_core.simhash import simhash64
+from neardup_core.dedup.engine import Engine, EngineConfig
+from neardup_core.extract.main_text import extract
+from neardup_core.fingerprint.digests import body_sha256, text_sha256
+from neardup_core.fingerprint.features import shingle_features
+from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
+from neardup_core.fingerprint.simhash import simhash64
+from neardup_core.ingest.decode import decode_body
+from neardup_core.ingest.event import parse_event
 from streams.scan import run_scan
 from streams.settings import Settings
 

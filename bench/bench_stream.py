@@ -9,7 +9,7 @@ phase on a shared 2-core machine). `--worker-env` passes settings to the workers
 reads its own settings from the environment, e.g. TABLE_STANDBY_REPLICAS=0 or PRODUCER_LINGER=0.05);
 `--py-spy DIR` profiles the workers during the throughput phases and adds a summary to the report.
 
-Input: the generated crawl (`neardup_core.synthetic.generate_crawl(seed, scale=S)`) and, unless
+Input: the generated crawl (`neardup_core.testing.synthetic.generate_crawl(seed, scale=S)`) and, unless
 `--no-corpus` or the folder is absent, the real pages of the shared corpus (`pages/*/*.html.gz`, as
 `pages.fetched` events with their manifest URL; pages without one are skipped), spread evenly through
 the crawl. Every event is keyed by its URL, as `neardup publish` does.
@@ -79,7 +79,7 @@ from confluent_kafka.admin import AdminClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from neardup_core.synthetic import CRAWL_START, generate_crawl  # noqa: E402
+from neardup_core.testing.synthetic import CRAWL_START, generate_crawl  # noqa: E402
 from neardup_core.timefmt import rfc3339_to_ms  # noqa: E402
 
 LOCAL_KAFKA = ROOT / "deploy" / "local-kafka"

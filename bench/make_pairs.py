@@ -4,7 +4,7 @@
     /work/venv/bin/neardup tune --pairs /tmp/neardup-pairs.jsonl --plot docs/tune-k.png
 
 Positives are near-duplicate variants of corpus pages, negatives are different articles of one template
-group (see `neardup_core.labelled`). The script prints, as Markdown tables: the set's size per kind,
+group (see `neardup_core.testing.labelled`). The script prints, as Markdown tables: the set's size per kind,
 precision / recall / F1 per k of our fingerprints, recall per variant kind and k, and the same for a
 naive baseline: stock jusText and a stock SimHash (the `simhash` package, md5 features, weight one per
 occurrence) over plain lower-cased 3-word shingles, with no number or date placeholders, no log weights
@@ -25,9 +25,10 @@ from typing import Any
 import justext
 from simhash import Simhash
 
-from neardup_core.evaluate import KScore, PairScore, pair_score, recommend_k, score_per_k
-from neardup_core.fingerprint import FingerprintSettings, html_fingerprint
-from neardup_core.labelled import (
+from neardup_core.extract.stoplists import detect_stoplist
+from neardup_core.fingerprint.page import FingerprintSettings, html_fingerprint
+from neardup_core.testing.evaluate import KScore, PairScore, pair_score, recommend_k, score_per_k
+from neardup_core.testing.labelled import (
     NEGATIVE,
     Fingerprint,
     build_labelled_set,
@@ -36,7 +37,6 @@ from neardup_core.labelled import (
     scored_rows,
     write_rows,
 )
-from neardup_core.stoplists import detect_stoplist
 
 REPO = Path(__file__).resolve().parent.parent
 KIND_ORDER = ("mirror", "numbers", "ad", "comments", "edits", "print", "template")

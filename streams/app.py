@@ -25,15 +25,15 @@ import faust
 from aiokafka.helpers import create_ssl_context
 from faust.transport.producer import ProducerBuffer
 
-from neardup_core.events import EventError
-from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
-from neardup_core.gather import Gather, UrlState
-from neardup_core.hosts import HostPolicy
-from neardup_core.hosttracker import HostTracker
-from neardup_core.index import Answer, probe_bucket
-from neardup_core.keys import shared_prefix_bytes
+from neardup_core.dedup.gather import Gather, UrlState
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
+from neardup_core.hosts.statistics import HostPolicy
+from neardup_core.hosts.tracker import HostTracker
+from neardup_core.index.bucket import Answer, probe_bucket
+from neardup_core.index.keys import shared_prefix_bytes
+from neardup_core.ingest.event import EventError
 from neardup_core.messages import Decision, Rejection
-from neardup_core.page import Fetch
 from streams import metrics, records
 from streams.settings import Settings
 from streams.stores import STORE_URL, PartitionView

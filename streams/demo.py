@@ -16,8 +16,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from neardup_core.inputs import RawEvent
-from neardup_core.synthetic import generate_crawl
+from neardup_core.ingest.files import RawEvent
+from neardup_core.testing.synthetic import generate_crawl
 from streams.publish import publish_events
 from streams.settings import Settings
 from streams.tail import print_table, read_topic

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from neardup_core.inputs import RawEvent, count_events, read_events
+from neardup_core.ingest.files import RawEvent, count_events, read_events
 from streams.settings import Settings
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import msgpack
 
-from neardup_core.index import Answer, Probe, Revision
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
-from neardup_core.page import Fetch
 
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int

@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from neardup_core.engine import Engine, EngineConfig, StateMismatch
-from neardup_core.events import EventError
-from neardup_core.fingerprint import FingerprintSettings, fingerprint_event
-from neardup_core.hosttracker import HostTracker
-from neardup_core.inputs import RawEvent, count_events, read_events
+from neardup_core.dedup.engine import Engine, EngineConfig, StateMismatch
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
+from neardup_core.hosts.tracker import HostTracker
+from neardup_core.ingest.event import EventError
+from neardup_core.ingest.files import RawEvent, count_events, read_events
 from neardup_core.messages import Rejection
-from neardup_core.page import Fetch
 from streams.settings import Settings
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neardup_core.tables import TableDesign, choose_design, design_named
+from neardup_core.index.tables import TableDesign, choose_design, design_named
 
 
 def _env(name: str, default: str) -> str:

@@ -16,14 +16,14 @@ from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
 
-from neardup_core.rocks import add_prefix_filters, range_items
+from neardup_core.store.rocks import add_prefix_filters, range_items
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
 
 
 class PrefixRocksOptions(RocksDBOptions):
-    """Faust's RocksDB options plus prefix Bloom filters (`neardup_core.rocks.add_prefix_filters`)."""
+    """Faust's RocksDB options plus prefix Bloom filters (`neardup_core.store.rocks.add_prefix_filters`)."""
 
     def __init__(self, prefix_bytes: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -74,7 +74,7 @@ STORES["neardup-rocks"] = "streams.stores:PrefixRocksStore"
 
 
 class PartitionView:
-    """The `neardup_core.store.Store` protocol over one partition of a Faust table."""
+    """The `neardup_core.store.base.Store` protocol over one partition of a Faust table."""
 
     def __init__(self, table: Any, partition: int) -> None:
         self.table = table

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from neardup_core.evaluate import KScore, load_page, pair_score, read_pairs, recommend_k, score_per_k
-from neardup_core.fingerprint import FingerprintSettings, html_fingerprint, text_fingerprint
+from neardup_core.fingerprint.page import FingerprintSettings, html_fingerprint, text_fingerprint
+from neardup_core.testing.evaluate import KScore, load_page, pair_score, read_pairs, recommend_k, score_per_k
 from streams.settings import Settings
 
 

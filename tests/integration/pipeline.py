@@ -16,10 +16,10 @@ from pathlib import Path
 import orjson
 from confluent_kafka import Consumer, Producer
 
-from neardup_core.events import EventError
-from neardup_core.fingerprint import fingerprint_event
-from neardup_core.oracle import oracle_from_fetches
-from neardup_core.page import Fetch
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import fingerprint_event
+from neardup_core.ingest.event import EventError
+from neardup_core.testing.oracle import oracle_from_fetches
 from streams.settings import Settings
 from streams.topics import create_topics
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from neardup_core.engine import Engine, EngineConfig
-from neardup_core.synthetic import generate_crawl
-from neardup_core.tables import SEED_DESIGN
+from neardup_core.dedup.engine import Engine, EngineConfig
+from neardup_core.index.tables import SEED_DESIGN
+from neardup_core.testing.synthetic import generate_crawl
 from tests.integration.pipeline import Pipeline, all_complete, fetches_of, latest_by_url, oracle_of, verdicts
 
 K = 3

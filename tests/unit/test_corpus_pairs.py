@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from neardup_core.evaluate import PairScore, pair_score
-from neardup_core.fingerprint import html_fingerprint
-from neardup_core.labelled import NEGATIVE, build_labelled_set, load_html, read_curated, scored_rows
+from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.testing.evaluate import PairScore, pair_score
+from neardup_core.testing.labelled import NEGATIVE, build_labelled_set, load_html, read_curated, scored_rows
 from tests.unit.corpus import CORPUS, NEEDS_CORPUS
 
 K = 3

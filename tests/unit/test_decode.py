@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_core.decode import Decoded, DecodeError, decode_body, is_html_content_type, resolve_charset
+from neardup_core.ingest.decode import Decoded, DecodeError, decode_body, is_html_content_type, resolve_charset
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны. " * 8
 FRENCH = "Le café est très apprécié à Paris, où l'on boit souvent un crème au comptoir. " * 8
@@ -136,7 +136,7 @@ def test_is_html_content_type(ct: str | None, html: bool) -> None:
 @given(st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=40)
        | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40))
 def test_junk_share_is_the_share_of_control_and_replacement_characters(text: str) -> None:
-    from neardup_core.decode import _junk_share
+    from neardup_core.ingest.decode import _junk_share
 
     junk = sum(1 for c in text if ord(c) < 0x20 and c not in "\t\n\x0c\r" or 0x7F <= ord(c) <= 0x9F or c == "\ufffd")
     assert _junk_share(text) == (junk / len(text) if text else 0.0)

@@ -7,10 +7,10 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup_core.engine import Engine, EngineConfig
-from neardup_core.oracle import oracle_from_fetches
-from neardup_core.page import Fetch
-from neardup_core.tables import SEED_DESIGN, TableDesign
+from neardup_core.dedup.engine import Engine, EngineConfig
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.index.tables import SEED_DESIGN, TableDesign
+from neardup_core.testing.oracle import oracle_from_fetches
 
 K = 3
 

@@ -7,7 +7,7 @@ import base64
 import orjson
 import pytest
 
-from neardup_core.events import EventError, parse_event
+from neardup_core.ingest.event import EventError, parse_event
 
 OK = {"url": "https://example.org/a", "body": "<p>hello</p>", "fetched_at": "2026-11-01T10:00:00Z"}
 

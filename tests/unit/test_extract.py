@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from justext.utils import normalize_whitespace as stock_normalize
 from lxml import etree
 
-from neardup_core import extract as extract_module
-from neardup_core import fastjustext
-from neardup_core.extract import EMPTY, ExtractError, Extraction, choose_stoplist, extract
-from neardup_core.stoplists import stoplist, stoplist_for, union_stoplist
+from neardup_core.extract import fastjustext
+from neardup_core.extract import main_text as extract_module
+from neardup_core.extract.main_text import EMPTY, ExtractError, Extraction, choose_stoplist, extract
+from neardup_core.extract.stoplists import stoplist, stoplist_for, union_stoplist
 
 ENGLISH = [
     "The city council voted on Tuesday to approve a new plan for the riverside park, which has been "

@@ -19,10 +19,10 @@ import justext
 import pytest
 from lxml import etree
 
-from neardup_core import fastjustext
-from neardup_core.decode import decode_body
-from neardup_core.extract import Extraction, choose_stoplist, extract
-from neardup_core.stoplists import stoplist, union_stoplist
+from neardup_core.extract import fastjustext
+from neardup_core.extract.main_text import Extraction, choose_stoplist, extract
+from neardup_core.extract.stoplists import stoplist, union_stoplist
+from neardup_core.ingest.decode import decode_body
 from tests.unit.corpus import CORPUS, NEEDS_CORPUS
 
 pytestmark = NEEDS_CORPUS

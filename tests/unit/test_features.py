@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_core import features
-from neardup_core.digests import text_sha256, tokens_sha256
-from neardup_core.features import feature_tokens, shingle_features, token_features, token_hash, tokens
-from neardup_core.fingerprint import FingerprintSettings, text_fingerprint
-from neardup_core.simhash import hamming, hamming_many, simhash64
+from neardup_core.fingerprint import features
+from neardup_core.fingerprint.digests import text_sha256, tokens_sha256
+from neardup_core.fingerprint.features import feature_tokens, shingle_features, token_features, token_hash, tokens
+from neardup_core.fingerprint.page import FingerprintSettings, text_fingerprint
+from neardup_core.fingerprint.simhash import hamming, hamming_many, simhash64
 
 MASK = (1 << 64) - 1
 WORDS = st.sampled_from("the cat sat on a mat 12 3rd May monday Straße ＡＢＣ ﬁne x² 10_000 5pm".split())

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from neardup_core.decision import Match
-from neardup_core.gather import Gather, UrlState
-from neardup_core.index import Answer
-from neardup_core.page import Fetch
-from neardup_core.tables import SEED_DESIGN
+from neardup_core.dedup.gather import Gather, UrlState
+from neardup_core.dedup.rule import Match
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.index.bucket import Answer
+from neardup_core.index.tables import SEED_DESIGN
 
 G = Gather(SEED_DESIGN, 3, timeout_ms=1000)
 T0 = 1_700_000_000_000

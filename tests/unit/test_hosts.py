@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
-from neardup_core.hosts import (
+from neardup_core.hosts.statistics import (
     DEFAULT_POLICY,
     HostPolicy,
     HostState,
@@ -22,8 +22,10 @@ from neardup_core.hosts import (
     threshold_signal,
     window_start_of,
 )
+from neardup_core.hosts.url_rules import RuleState, learn, rules_for
+from neardup_core.hosts.urls import host_of
 from neardup_core.messages import Decision, HostSignal
-from neardup_core.synthetic import (
+from neardup_core.testing.synthetic import (
     AGGREGATOR,
     ARCHIVE,
     BLOG,
@@ -32,8 +34,6 @@ from neardup_core.synthetic import (
     generate_crawl_with_truth,
     truth_decisions,
 )
-from neardup_core.urlrules import RuleState, learn, rules_for
-from neardup_core.urls import host_of
 
 HOST = "h.example"
 H8, H9, H10 = "2026-11-03T08:00:00.000Z", "2026-11-03T09:00:00.000Z", "2026-11-03T10:00:00.000Z"

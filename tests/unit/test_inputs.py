@@ -11,8 +11,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from neardup_core.events import parse_event
-from neardup_core.inputs import count_events, read_events
+from neardup_core.ingest.event import parse_event
+from neardup_core.ingest.files import count_events, read_events
 
 PAGE = "<html><head><meta charset='iso-8859-1'></head><body><p>Caf\xe9 cr\xe8me</p></body></html>"
 

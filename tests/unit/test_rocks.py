@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from neardup_core.index import probe_bucket, probes_for
-from neardup_core.keys import shared_prefix_bytes
-from neardup_core.page import PageVersion
-from neardup_core.rocks import RocksStore
-from neardup_core.store import MemoryStore
-from neardup_core.tables import SEED_DESIGN, TableDesign
+from neardup_core.dedup.version import PageVersion
+from neardup_core.index.bucket import probe_bucket, probes_for
+from neardup_core.index.keys import shared_prefix_bytes
+from neardup_core.index.tables import SEED_DESIGN, TableDesign
+from neardup_core.store.memory import MemoryStore
+from neardup_core.store.rocks import RocksStore
 
 
 def page(i: int, fp: int, digest_group: int) -> PageVersion:

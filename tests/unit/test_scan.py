@@ -15,11 +15,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from neardup_core.fingerprint import fingerprint_event
-from neardup_core.oracle import oracle_from_fetches
-from neardup_core.simhash import from_hex, hamming
-from neardup_core.synthetic import generate_crawl
-from neardup_core.urls import host_of
+from neardup_core.fingerprint.page import fingerprint_event
+from neardup_core.fingerprint.simhash import from_hex, hamming
+from neardup_core.hosts.urls import host_of
+from neardup_core.testing.oracle import oracle_from_fetches
+from neardup_core.testing.synthetic import generate_crawl
 from streams.scan import bounded_map
 
 K = 3

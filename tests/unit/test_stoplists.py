@@ -9,8 +9,8 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from neardup_core import stoplists
-from neardup_core.stoplists import build_word_index, stoplist, stoplist_names
+from neardup_core.extract import stoplists
+from neardup_core.extract.stoplists import build_word_index, stoplist, stoplist_names
 
 Index = dict[str, tuple[str, ...]]
 

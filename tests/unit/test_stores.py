@@ -7,12 +7,12 @@ from pathlib import Path
 
 import faust
 
-from neardup_core.index import probe_bucket, probes_for
-from neardup_core.keys import shared_prefix_bytes
-from neardup_core.page import PageVersion
-from neardup_core.rocks import RocksStore
-from neardup_core.store import MemoryStore
-from neardup_core.tables import TableDesign
+from neardup_core.dedup.version import PageVersion
+from neardup_core.index.bucket import probe_bucket, probes_for
+from neardup_core.index.keys import shared_prefix_bytes
+from neardup_core.index.tables import TableDesign
+from neardup_core.store.memory import MemoryStore
+from neardup_core.store.rocks import RocksStore
 from streams.stores import STORE_URL, PrefixRocksOptions, PrefixRocksStore
 
 

@@ -11,9 +11,10 @@ import orjson
 import pytest
 from lxml import html
 
-from neardup_core.features import shingle_features
-from neardup_core.simhash import hamming, simhash64
-from neardup_core.synthetic import (
+from neardup_core.fingerprint.features import shingle_features
+from neardup_core.fingerprint.simhash import hamming, simhash64
+from neardup_core.hosts.urls import host_of, query_params
+from neardup_core.testing.synthetic import (
     AGGREGATOR,
     ARCHIVE,
     BLOG,
@@ -26,7 +27,6 @@ from neardup_core.synthetic import (
     truth_decisions,
     write_jsonl,
 )
-from neardup_core.urls import host_of, query_params
 
 EVENTS, TRUTHS = generate_crawl_with_truth(7)
 

@@ -7,12 +7,12 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_core.decision import Match
-from neardup_core.index import probe_bucket, probes_for
-from neardup_core.page import PageVersion
-from neardup_core.simhash import hamming
-from neardup_core.store import MemoryStore
-from neardup_core.tables import SEED_DESIGN, TableDesign, choose_design, design_named
+from neardup_core.dedup.rule import Match
+from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.simhash import hamming
+from neardup_core.index.bucket import probe_bucket, probes_for
+from neardup_core.index.tables import SEED_DESIGN, TableDesign, choose_design, design_named
+from neardup_core.store.memory import MemoryStore
 
 DESIGNS = [SEED_DESIGN, TableDesign(3, 6), TableDesign(3, 5), TableDesign(2, 4), TableDesign(6, 8),
            TableDesign(0, 1), TableDesign(1, 3)]
@@ -46,7 +46,7 @@ def found_within(design: TableDesign, stored: list[int], query: int) -> set[int]
     all_hits: set[int] = set()
     for probe in probes_for(design, q):
         for _, raw in store.scan(probe.lo, probe.hi):
-            from neardup_core.index import decode_entry
+            from neardup_core.index.bucket import decode_entry
             other = decode_entry(raw)
             if other.url != q.url and other.simhash is not None and hamming(other.simhash, query) <= design.k:
                 all_hits.add(int(other.url.rsplit("/", 1)[1]))

@@ -8,9 +8,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from neardup_core.messages import Decision, UrlRule
-from neardup_core.synthetic import ARCHIVE, TRAP, generate_crawl_with_truth, truth_decisions
-from neardup_core.urlrules import (
+from neardup_core.hosts.url_rules import (
     DEFAULT_RULE_POLICY,
     RulePolicy,
     RuleState,
@@ -20,7 +18,9 @@ from neardup_core.urlrules import (
     noise_class,
     rules_for,
 )
-from neardup_core.urls import host_of
+from neardup_core.hosts.urls import host_of
+from neardup_core.messages import Decision, UrlRule
+from neardup_core.testing.synthetic import ARCHIVE, TRAP, generate_crawl_with_truth, truth_decisions
 
 HOST = "h.example"
 

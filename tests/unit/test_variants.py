@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from neardup_core.evaluate import pair_score
-from neardup_core.extract import extract
-from neardup_core.features import tokens
-from neardup_core.fingerprint import html_fingerprint
-from neardup_core.variants import (
+from neardup_core.extract.main_text import extract
+from neardup_core.fingerprint.features import tokens
+from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.testing.evaluate import pair_score
+from neardup_core.testing.variants import (
     ADS,
     COMMENTS,
     changed_numbers,

@@ -34,8 +34,8 @@ from typing import Any
 
 import orjson
 
+from neardup_core.hosts.urls import host_of
 from neardup_core.messages import Decision, Verdict
-from neardup_core.urls import host_of
 
 CRAWL_START = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
 CONTENT_TYPE = "text/html; charset=utf-8"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neardup_core.decode import DecodeError, decode_body, is_html_content_type
-from neardup_core.digests import body_sha256, tokens_sha256
-from neardup_core.events import DEFAULT_MAX_BODY_BYTES, EventError, FetchedPage, parse_event
-from neardup_core.extract import ExtractError, extract
-from neardup_core.features import token_features, tokens
-from neardup_core.page import Fetch
-from neardup_core.simhash import simhash64
-from neardup_core.urls import host_of
+from neardup_core.extract.main_text import ExtractError, extract
+from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
+from neardup_core.fingerprint.features import token_features, tokens
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.simhash import simhash64
+from neardup_core.hosts.urls import host_of
+from neardup_core.ingest.decode import DecodeError, decode_body, is_html_content_type
+from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES, EventError, FetchedPage, parse_event
 
 
 @dataclass(frozen=True, slots=True)

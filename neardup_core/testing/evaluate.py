@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from neardup_core.decode import decode_body
-from neardup_core.simhash import hamming
+from neardup_core.fingerprint.simhash import hamming
+from neardup_core.ingest.decode import decode_body
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,9 +52,9 @@ from typing import Any
 
 import orjson
 
+from neardup_core.hosts.urls import host_of, same_site
 from neardup_core.messages import Decision, HostSignal, UrlRule
 from neardup_core.timefmt import ms_to_rfc3339, rfc3339_to_ms
-from neardup_core.urls import host_of, same_site
 
 
 @dataclass(frozen=True, slots=True)

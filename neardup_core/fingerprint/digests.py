@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from neardup_core.features import tokens
+from neardup_core.fingerprint.features import tokens
 
 
 def body_sha256(body: bytes) -> str:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from neardup_core.keys import VERSION_ID_BYTES
-from neardup_core.rank import Rank, rank_of
+from neardup_core.dedup.rank import Rank, rank_of
+from neardup_core.index.keys import VERSION_ID_BYTES
 
 
 @dataclass(frozen=True)
@@ -47,36 +47,3 @@ class PageVersion:
 def version_id(url: str, body_sha256: str) -> bytes:
     """A fixed-width id of (URL, body)."""
     return hashlib.sha256(f"{url}\0{body_sha256}".encode()).digest()[:VERSION_ID_BYTES]
-
-
-@dataclass(frozen=True, slots=True)
-class Fetch:
-    """One fetched page after fingerprinting: what the decision stage gets.
-
-    `skip_reason` is set for pages that are not deduplicated (error status, not HTML, no main
-    text); those carry no text digest and no SimHash.
-    """
-
-    url: str
-    host: str
-    fetched_at_ms: int
-    importance: float
-    body_sha256: str
-    text_sha256: str | None
-    simhash: int | None
-    skip_reason: str | None = None
-
-    @property
-    def version(self) -> PageVersion | None:
-        if self.skip_reason is not None or self.text_sha256 is None:
-            return None
-        return PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
-                           self.simhash)
-
-    def to_list(self) -> list[Any]:
-        return [self.url, self.host, self.fetched_at_ms, self.importance, self.body_sha256, self.text_sha256,
-                self.simhash, self.skip_reason]
-
-    @classmethod
-    def from_list(cls, data: list[Any]) -> Fetch:
-        return cls(*data)

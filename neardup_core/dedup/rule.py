@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.simhash import hamming
 from neardup_core.messages import Verdict
-from neardup_core.page import PageVersion
-from neardup_core.simhash import hamming
 
 
 @dataclass(frozen=True, slots=True)

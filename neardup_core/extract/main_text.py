@@ -11,7 +11,7 @@ stopwords, few links), judging short ones by their neighbours. Three choices aro
   With no usable declaration and no clear guess, the union of all stoplists is used.
 * **Fallback.** When jusText keeps nothing, the page's full visible text (every paragraph, without
   script, style or noscript) is the main text, so a page of short items is not an empty page.
-* **Engine.** ``"fast"`` (the default) is `neardup_core.fastjustext`: the same paragraphs and
+* **Engine.** ``"fast"`` (the default) is `neardup_core.extract.fastjustext`: the same paragraphs and
   decisions as stock jusText, several times faster (see bench/bench_extract.py). ``"justext"`` runs
   stock jusText's own preprocessing and paragraph maker, for reference.
 """
@@ -25,8 +25,8 @@ from typing import Any, Literal
 import justext.core
 from lxml import etree
 
-from neardup_core import fastjustext
-from neardup_core.stoplists import (
+from neardup_core.extract import fastjustext
+from neardup_core.extract.stoplists import (
     MAX_DETECT_WORDS,
     MIN_DETECT_WORDS,
     best_stoplist,

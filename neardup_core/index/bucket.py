@@ -17,8 +17,9 @@ from typing import Any
 
 import orjson
 
-from neardup_core.decision import Match, better, match_of
-from neardup_core.keys import (
+from neardup_core.dedup.rule import Match, better, match_of
+from neardup_core.dedup.version import PageVersion
+from neardup_core.index.keys import (
     BODY_TABLE,
     TEXT_TABLE,
     exact_bucket_range,
@@ -26,9 +27,8 @@ from neardup_core.keys import (
     near_bucket_range,
     near_entry_key,
 )
-from neardup_core.page import PageVersion
-from neardup_core.store import Store
-from neardup_core.tables import TableDesign
+from neardup_core.index.tables import TableDesign
+from neardup_core.store.base import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from neardup_core.decision import Match, better, match_of, verdict_of
-from neardup_core.page import Fetch, PageVersion
+from neardup_core.dedup.rule import Match, better, match_of, verdict_of
+from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.fetch import Fetch
 
 
 def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVersion], k: int,

@@ -836,7 +836,7 @@ _LENGTH = operator.attrgetter("_length")
 def classify(paragraphs: list[FastParagraph], stoplist: frozenset[str], *,
              lower_cased: bool = False) -> list[FastParagraph]:
     """jusText's context-free and context-sensitive classification, default parameters, in place.
-    `lower_cased` says the stoplist's words are lower-case already (as `neardup_core.stoplists`
+    `lower_cased` says the stoplist's words are lower-case already (as `neardup_core.extract.stoplists`
     makes them), so jusText's lower-cased copy of the list (`define_stoplist`) is not needed.
 
     The rules of `justext.core.classify_paragraphs` and `revise_paragraph_classification`, step for

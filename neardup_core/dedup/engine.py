@@ -12,13 +12,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from neardup_core.gather import Gather, UrlState
-from neardup_core.index import probe_bucket
-from neardup_core.keys import shared_prefix_bytes
+from neardup_core.dedup.gather import Gather, UrlState
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.index.bucket import probe_bucket
+from neardup_core.index.keys import shared_prefix_bytes
+from neardup_core.index.tables import TableDesign, design_named
 from neardup_core.messages import Decision
-from neardup_core.page import Fetch
-from neardup_core.store import MemoryStore, Store
-from neardup_core.tables import TableDesign, design_named
+from neardup_core.store.base import Store
+from neardup_core.store.memory import MemoryStore
 
 META_FILE = "neardup-state.json"
 
@@ -37,7 +38,7 @@ def open_state(state_dir: Path | None, config: EngineConfig) -> tuple[Store, Sto
     """The index and URL stores: RocksDB under `state_dir`, or memory when it is None."""
     if state_dir is None:
         return MemoryStore(), MemoryStore()
-    from neardup_core.rocks import RocksStore
+    from neardup_core.store.rocks import RocksStore
 
     state_dir.mkdir(parents=True, exist_ok=True)
     meta_path = state_dir / META_FILE

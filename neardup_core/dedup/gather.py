@@ -27,12 +27,13 @@ from typing import Any
 
 import orjson
 
-from neardup_core.decision import Match, better, reason_of, verdict_of
-from neardup_core.index import Answer, Probe, Revision, probes_for, table_ids
+from neardup_core.dedup.rule import Match, better, reason_of, verdict_of
+from neardup_core.dedup.version import PageVersion, version_id
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.simhash import to_hex
+from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, table_ids
+from neardup_core.index.tables import TableDesign
 from neardup_core.messages import Decision
-from neardup_core.page import Fetch, PageVersion, version_id
-from neardup_core.simhash import to_hex
-from neardup_core.tables import TableDesign
 from neardup_core.timefmt import ms_to_rfc3339
 
 _SAYS = ("verdict", "duplicate_of", "distance", "complete", "fetched_at", "body_sha256")

@@ -1,6 +1,6 @@
 """A labelled pair set built at run time from the real-web corpus (`shared/corpus`).
 
-Positives are (page, variant) pairs: every kind of `neardup_core.variants` applied to a seeded sample
+Positives are (page, variant) pairs: every kind of `neardup_core.testing.variants` applied to a seeded sample
 of corpus pages that carry an article. Pages whose main text is shorter than `min_words` words, and
 pages where jusText kept nothing (the extraction fell back to the full visible text), are no article
 to copy: they are skipped and counted. The template of the `template` variant is another sampled
@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from neardup_core.decode import decode_body
-from neardup_core.evaluate import PairScore, pair_score
-from neardup_core.variants import MainContent, main_container, main_content, parse, variants_of
+from neardup_core.ingest.decode import decode_body
+from neardup_core.testing.evaluate import PairScore, pair_score
+from neardup_core.testing.variants import MainContent, main_container, main_content, parse, variants_of
 
 NEGATIVE = "same-group"
 NOT_DISTINCT = frozenset({"duplicate", "near-duplicate", "partial-overlap", "ambiguous"})

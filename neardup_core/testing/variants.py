@@ -12,7 +12,7 @@ syndication partner would change, and nothing else:
 - `in_template`: the main paragraphs inside another site's page, in place of its main container;
 - `mirror`: the page byte for byte.
 
-The main content is what `neardup_core.extract` keeps, located in the tree by its text. Every variant
+The main content is what `neardup_core.extract.main_text` keeps, located in the tree by its text. Every variant
 is deterministic: the same page and seed give the same HTML, so a labelled set built from them is
 reproducible.
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import lxml.html
 from lxml import etree
 
-from neardup_core.extract import extract
+from neardup_core.extract.main_text import extract
 
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _NOT_TEXT = frozenset({"script", "style", "noscript", "template", "textarea", "head", "title"})

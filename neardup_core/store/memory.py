@@ -1,26 +1,9 @@
-"""The ordered key-value store the index lives in, and an in-memory one for tests.
-
-The index needs only point writes and bounded range scans over byte keys in byte order, so
-the same table logic runs on RocksDB (`rocks.py`), on a Faust table's partition store, or here.
-"""
+"""An in-memory `Store`: for tests, `scan` without a state dir, and the hosts of a scan without `--hosts`."""
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from typing import Protocol
-
-
-class Store(Protocol):
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def put(self, key: bytes, value: bytes) -> None: ...
-
-    def delete(self, key: bytes) -> None: ...
-
-    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """Items with lo <= key < hi, in key order."""
-        ...
 
 
 class MemoryStore:

@@ -43,8 +43,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
+from neardup_core.hosts.urls import host_of, path_segments, query_params, split_matrix, without_query_params
 from neardup_core.messages import Decision, UrlRule
-from neardup_core.urls import host_of, path_segments, query_params, split_matrix, without_query_params
 
 INDEX_FILES = ("index.html", "index.htm", "index.php", "index.asp", "index.aspx", "default.aspx",
                "default.asp", "index.jsp")

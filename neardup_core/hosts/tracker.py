@@ -10,10 +10,11 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-from neardup_core.hosts import DEFAULT_POLICY, HostPolicy, HostState, close_windows, observe, signal_for
+from neardup_core.hosts.statistics import DEFAULT_POLICY, HostPolicy, HostState, close_windows, observe, signal_for
+from neardup_core.hosts.url_rules import RuleState, learn, rules_for
 from neardup_core.messages import Decision, HostSignal
-from neardup_core.store import MemoryStore, Store
-from neardup_core.urlrules import RuleState, learn, rules_for
+from neardup_core.store.base import Store
+from neardup_core.store.memory import MemoryStore
 
 
 class HostTracker:
@@ -27,7 +28,7 @@ class HostTracker:
         policy = HostPolicy(window_s=window_s)
         if path is None:
             return cls(MemoryStore(), policy)
-        from neardup_core.rocks import RocksStore
+        from neardup_core.store.rocks import RocksStore
 
         return cls(RocksStore(path), policy)
 

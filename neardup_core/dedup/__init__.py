@@ -1,0 +1,1 @@
+"""The decision: page versions and their rank, the rule, per-URL state, and the single-node engine."""

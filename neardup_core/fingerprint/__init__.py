@@ -1,0 +1,1 @@
+"""One fetched page in, one fingerprinted page out: features, SimHash, digests."""

@@ -1,0 +1,1 @@
+"""Per-host signals for the crawl frontier: URL shapes, duplicate statistics and penalties, URL-rule learning."""

@@ -1,0 +1,1 @@
+"""The near and exact tables: pigeonhole designs, key encodings, and the bucket step."""
