@@ -10,7 +10,7 @@ temporary JSONL file before anything is timed. Two tables:
    then the median over rounds is reported, so a burst of other work on the shared machine moves
    one round, not the ratio:
 
-   * ``neardup scan`` (`streams.scan.run_scan`, RocksDB state, decisions file) with 1 and 2 processes;
+   * ``neardup scan`` (`streams.cli.scan.run_scan`, RocksDB state, decisions file) with 1 and 2 processes;
    * ``jusText alone``: each event parsed, its body given as bytes to ``justext.justext`` with the
      English stoplist (jusText's own charset guess), the good paragraphs joined;
    * ``jusText + datasketch``: the same, then word 3-shingles of the lower-cased main text, a
@@ -68,7 +68,7 @@ from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.ingest.decode import decode_body
 from neardup_core.ingest.event import parse_event
-from streams.scan import run_scan
+from streams.cli.scan import run_scan
 from streams.settings import Settings
 
 ENGLISH = justext.get_stoplist("English")

@@ -35,9 +35,10 @@ from neardup_core.index.keys import shared_prefix_bytes
 from neardup_core.ingest.event import EventError
 from neardup_core.messages import Decision, Rejection
 from streams import metrics, records
+from streams.admin import internal_partitions
 from streams.settings import Settings
 from streams.stores import STORE_URL, PartitionView
-from streams.topics import internal_partitions, table_names
+from streams.topics import table_names
 
 log = logging.getLogger("neardup")
 RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}

@@ -20,8 +20,8 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.ingest.event import EventError
 from neardup_core.testing.oracle import oracle_from_fetches
+from streams.admin import create_topics
 from streams.settings import Settings
-from streams.topics import create_topics
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,7 @@ from neardup_core.fingerprint.simhash import from_hex, hamming
 from neardup_core.hosts.urls import host_of
 from neardup_core.testing.oracle import oracle_from_fetches
 from neardup_core.testing.synthetic import generate_crawl
-from streams.scan import bounded_map
+from streams.cli.scan import bounded_map
 
 K = 3
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ def scan(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Deduplicate files on this machine, without Kafka: the same decisions as the workers."""
-    from streams.scan import run_scan
+    from streams.cli.scan import run_scan
 
     settings = load()
     summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts,
@@ -59,7 +59,7 @@ def topics_create(
     = None,
 ) -> None:
     """Create all topics with their partitions, compaction and retention (existing ones are kept)."""
-    from streams.topics import create_topics
+    from streams.admin import create_topics
 
     settings = load()
     count = partitions or settings.partitions or 8
@@ -82,7 +82,7 @@ def publish(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Publish fetched pages to `pages.fetched`, keyed by URL."""
-    from streams.publish import publish_files
+    from streams.cli.publish import publish_files
 
     result = publish_files(load(), files, progress=progress)
     err.print(f"published {result.sent} events; {result.failed} failed")
@@ -101,7 +101,7 @@ def tail(
     latest: Annotated[bool, typer.Option(help="print only the last message per key (at exit)")] = False,
 ) -> None:
     """Print a topic as JSON lines or a table."""
-    from streams.tail import tail_topic
+    from streams.cli.tail import tail_topic
 
     tail_topic(load(), what, fmt=fmt, idle_s=idle, from_beginning=from_beginning, latest=latest)
 
@@ -113,7 +113,7 @@ def tune(
     max_k: Annotated[int, typer.Option(help="largest k to evaluate")] = 12,
 ) -> None:
     """Precision, recall and F1 per k on labelled pairs, and the recommended k."""
-    from streams.tune import run_tune
+    from streams.cli.tune import run_tune
 
     run_tune(pairs, plot=plot, max_k=max_k, settings=load())
 
@@ -123,7 +123,7 @@ def demo(
     keep: Annotated[bool, typer.Option(help="leave the broker running")] = False,
 ) -> None:
     """Local Kafka, a worker, a generated crawl; prints decisions and host signals, then stops all."""
-    from streams.demo import run_demo
+    from streams.cli.demo import run_demo
 
     raise typer.Exit(run_demo(load(), keep=keep))
 

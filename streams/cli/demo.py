@@ -18,12 +18,12 @@ from rich.table import Table
 
 from neardup_core.ingest.files import RawEvent
 from neardup_core.testing.synthetic import generate_crawl
-from streams.publish import publish_events
+from streams.admin import create_topics
+from streams.cli.publish import publish_events
+from streams.cli.tail import print_table, read_topic
 from streams.settings import Settings
-from streams.tail import print_table, read_topic
-from streams.topics import create_topics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOCAL_KAFKA = ROOT / "deploy" / "local-kafka"
 
 
