@@ -50,9 +50,10 @@ from simhash import Simhash
 from neardup_core.extract.main_text import ExtractError, extract
 from neardup_core.fingerprint import features as nf
 from neardup_core.fingerprint.features import feature_tokens, shingle_features, tokens
-from neardup_core.fingerprint.page import FingerprintSettings, text_fingerprint
+from neardup_core.fingerprint.page import text_fingerprint
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.ingest.decode import DecodeError, decode_body
+from neardup_core.settings import CoreSettings
 
 NUM_PERM = 128
 
@@ -133,7 +134,7 @@ def contenders(size: int) -> tuple[dict[str, Callable[[Any], object]], dict[str,
         "  datasketch: update_batch alone (given encoded shingles)": hashing_only_datasketch,
         "  simhash: Simhash alone (given shingle counts)": lambda item: Simhash(item[3]).value,
     }
-    settings = FingerprintSettings(shingle_size=size)
+    settings = CoreSettings(shingle_size=size)
     whole: dict[str, Callable[[Any], object]] = {
         "text_fingerprint (text digest + features + SimHash)": lambda item: text_fingerprint(item[0], settings),
     }
@@ -158,7 +159,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N corpus pages")
     parser.add_argument("--quick", action="store_true", help="200 pages, best of 1")
     parser.add_argument("--repeat", type=int, default=5, help="runs per page and contender (best counts)")
-    parser.add_argument("--shingle-size", type=int, default=FingerprintSettings().shingle_size,
+    parser.add_argument("--shingle-size", type=int, default=CoreSettings().shingle_size,
                         help="words per shingle (default: the project's default)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of our path")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)

@@ -60,14 +60,15 @@ from common import (
 from datasketch import MinHash, MinHashLSH
 from lxml import etree
 
-from neardup_core.dedup.engine import Engine, EngineConfig
+from neardup_core.dedup.engine import Engine
 from neardup_core.extract.main_text import extract
 from neardup_core.fingerprint.digests import body_sha256, text_sha256
 from neardup_core.fingerprint.features import shingle_features
-from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
+from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.ingest.decode import decode_body
 from neardup_core.ingest.event import parse_event
+from neardup_core.settings import CoreSettings
 from streams.cli.scan import run_scan
 from streams.settings import Settings
 
@@ -183,7 +184,7 @@ def whole_runs(path: Path, workdir: Path, tables: str | None, rounds: int,
 
 # -------------------------------------------------------------------------------------------- stages
 
-def stage_table(events: list[bytes], repeat: int, fp_settings: FingerprintSettings, design_settings: Settings,
+def stage_table(events: list[bytes], repeat: int, fp_settings: CoreSettings, design_settings: Settings,
                 workdir: Path) -> Table:
     items = []
     for raw in events:
@@ -219,7 +220,7 @@ def stage_table(events: list[bytes], repeat: int, fp_settings: FingerprintSettin
 
     # The index step, whole passes in page order on a fresh RocksDB state each time.
     fetches = [fingerprint_event(raw, settings=fp_settings) for raw in events]
-    config = EngineConfig(design_settings.k, design_settings.design())
+    config = design_settings.core
     index_best = float("inf")
     for _ in range(repeat):
         state = Path(tempfile.mkdtemp(prefix="engine-", dir=workdir))
@@ -283,10 +284,10 @@ def main() -> None:
 
     pages = load_corpus(args.corpus, args.limit)
     settings = Settings() if args.tables is None else Settings(tables=args.tables)
-    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
+    fp_settings = settings.core
     processes = [int(p) for p in args.processes.split(",") if p]
     mbytes = sum(len(p.body) for p in pages) / 1e6
-    print(f"{len(pages)} pages, {mbytes:.1f} MB of HTML; scan design {settings.design().name}, "
+    print(f"{len(pages)} pages, {mbytes:.1f} MB of HTML; scan design {settings.core.design.name}, "
           f"k={settings.k}, "
           f"shingle size {settings.shingle_size}")
     tables: list[Table] = []
@@ -315,7 +316,7 @@ def main() -> None:
                 "wall time (which doubles at times); with processes=2 only wall time can show the gain, and only when "
                 "the machine has a second core free.",
                 f"neardup scan: event validation, charset decoding, stoplist choice, fast jusText, body and "
-                f"text SHA-256, SimHash ({settings.shingle_size}-shingles), the {settings.design().name} "
+                f"text SHA-256, SimHash ({settings.shingle_size}-shingles), the {settings.core.design.name} "
                 f"tables and URL state in RocksDB, decisions written to a file.",
                 f"jusText + datasketch: orjson + base64, justext.justext(bytes, English), word 3-shingles, "
                 f"MinHash(num_perm={NUM_PERM}), MinHashLSH(threshold={LSH_THRESHOLD}) query then insert, "

@@ -26,7 +26,8 @@ import justext
 from simhash import Simhash
 
 from neardup_core.extract.stoplists import detect_stoplist
-from neardup_core.fingerprint.page import FingerprintSettings, html_fingerprint
+from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.settings import CoreSettings
 from neardup_core.testing.evaluate import KScore, PairScore, pair_score, recommend_k, score_per_k
 from neardup_core.testing.labelled import (
     NEGATIVE,
@@ -63,7 +64,7 @@ def baseline_fingerprint(html: str) -> Fingerprint:
     return None, Simhash(shingles, f=64).value
 
 
-def ours(settings: FingerprintSettings) -> Callable[[str], Fingerprint]:
+def ours(settings: CoreSettings) -> Callable[[str], Fingerprint]:
     return lambda html: html_fingerprint(html, settings)
 
 
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--min-words", type=int, default=50)
     parser.add_argument("--max-k", type=int, default=12)
-    parser.add_argument("--shingle-size", type=int, default=FingerprintSettings().shingle_size)
+    parser.add_argument("--shingle-size", type=int, default=CoreSettings().shingle_size)
     parser.add_argument("--no-eval", action="store_true", help="only write the pairs")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", type=int, default=0, help="list up to N false positives and misses")
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.corpus / "MANIFEST.jsonl").is_file():
         print(f"no corpus at {args.corpus} (expected MANIFEST.jsonl there)", file=sys.stderr)
         return 2
-    settings = FingerprintSettings(shingle_size=args.shingle_size)
+    settings = CoreSettings(shingle_size=args.shingle_size)
     if args.curated_only:
         print(f"## curated pairs (PAIRS.jsonl), shingle size {args.shingle_size}\n")
         print(curated_table(args.corpus, ours(settings), (3, 6, 8)))

@@ -2,11 +2,12 @@
 
 `Decision` is a line of `dedup.decisions` (and of `neardup scan --out`), `HostSignal` a line of
 `frontier.host-signals` (and of `scan --hosts`), `Rejection` a line of `pages.rejected` (and of
-`scan --rejects`). The input event is validated in `events.py`.
+`scan --rejects`). The input event is validated in `ingest/event.py`.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -106,3 +107,8 @@ class Rejection:
     @classmethod
     def from_json(cls, raw: bytes | str) -> Rejection:
         return cls(**orjson.loads(raw))
+
+    @classmethod
+    def of(cls, error: str, stage: str, topic: str | None, partition: int | None, offset: int | None,
+           raw: bytes) -> Rejection:
+        return cls(error, stage, topic, partition, offset, base64.b64encode(raw).decode())

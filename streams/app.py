@@ -15,7 +15,7 @@ equal messages.
 from __future__ import annotations
 
 import asyncio
-import base64
+import functools
 import logging
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -25,15 +25,11 @@ import faust
 from aiokafka.helpers import create_ssl_context
 from faust.transport.producer import ProducerBuffer
 
-from neardup_core.dedup.gather import Gather, UrlState
+from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
-from neardup_core.hosts.statistics import HostPolicy
+from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
 from neardup_core.index.bucket import Answer, probe_bucket
-from neardup_core.index.keys import shared_prefix_bytes
-from neardup_core.ingest.event import EventError
-from neardup_core.messages import Decision, Rejection
 from streams import metrics, records
 from streams.admin import internal_partitions
 from streams.settings import Settings
@@ -47,18 +43,6 @@ RAW_TABLE = {"key_type": bytes, "value_type": bytes}  # bytes types make Faust u
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def fingerprint_raw(raw: bytes, key: bytes | None, timestamp_ms: int | None, max_body_bytes: int,
-                    fp_settings: FingerprintSettings) -> tuple[str, Any]:
-    """Runs in the extraction pool: ("ok", fetch) or ("reject", (reason, stage))."""
-    try:
-        return "ok", fingerprint_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes,
-                                       settings=fp_settings).to_list()
-    except EventError as exc:
-        return "reject", (exc.reason, exc.stage)
-    except Exception as exc:  # a bug must not stop the worker: the event goes to the dead letters
-        return "reject", (f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
 
 
 def broker_credentials(settings: Settings) -> Any:
@@ -84,9 +68,9 @@ def create_app(settings: Settings) -> faust.App:
     # here writes a table, so that pause came at nearly every event.
     ProducerBuffer.max_messages = 5000
     partitions = internal_partitions(settings)
-    design = settings.design()
-    gather = Gather(design, settings.k, timeout_ms=int(settings.decision_timeout_s * 1000))
-    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
+    core = settings.core
+    design = core.design
+    gather = Gather(core)
     pool: Executor | None = (ProcessPoolExecutor(settings.extract_processes)
                              if settings.extract_processes > 0 else None)
 
@@ -123,17 +107,15 @@ def create_app(settings: Settings) -> faust.App:
     pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
     index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL,
                       options={**table_options, "block_cache_size": settings.index_cache_mb << 20,
-                               "prefix_bytes": shared_prefix_bytes(min(design.key_bits, default=64))},
+                               "prefix_bytes": design.prefix_bytes},
                       **RAW_TABLE)
     host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
-    host_policy = HostPolicy(window_s=settings.host_window_s)
     received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric
 
-    async def reject(event: Any, reason: str, stage: str) -> None:
+    async def reject(event: Any, rejected: Rejected) -> None:
         msg = event.message
-        metrics.REJECTS.labels(stage).inc()
-        rejection = Rejection(reason, stage, msg.topic, msg.partition, msg.offset,
-                              base64.b64encode(msg.value or b"").decode())
+        metrics.REJECTS.labels(rejected.stage).inc()
+        rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
         await rejected_topic.send(force=True, key=msg.key, value=rejection.to_json())
 
     @app.agent(fetched, concurrency=1)
@@ -145,19 +127,19 @@ def create_app(settings: Settings) -> faust.App:
             for event in events:
                 msg = event.message
                 ts = int(msg.timestamp * 1000) if msg.timestamp else None
-                args = (msg.value or b"", msg.key, ts, settings.max_body_bytes, fp_settings)
-                jobs.append(loop.run_in_executor(pool, fingerprint_raw, *args))
+                job = functools.partial(fingerprint_event, msg.value or b"", key=msg.key, timestamp_ms=ts,
+                                        settings=core)
+                jobs.append(loop.run_in_executor(pool, job))
             results = await asyncio.gather(*jobs)
-            for event, (status, body) in zip(events, results, strict=True):
+            for event, result in zip(events, results, strict=True):
                 metrics.PAGES.inc()
-                if status == "ok":
-                    fetch = Fetch.from_list(body)
-                    await gather_topic.send(force=True, key=fetch.url.encode(), value=records.encode_gather(fetch))
+                if isinstance(result, Fetch):
+                    await gather_topic.send(force=True, key=result.url.encode(), value=records.encode_gather(result))
                 else:
-                    await reject(event, *body)
+                    await reject(event, result)
 
-    async def publish(decisions: list[Decision], before: Decision | None) -> None:
-        for d in decisions:
+    async def publish(published: list[Published]) -> None:
+        for d, before in published:
             metrics.DECISIONS.labels(d.verdict).inc()
             if d.revision > 1:
                 metrics.REVISIONS.inc()
@@ -166,7 +148,6 @@ def create_app(settings: Settings) -> faust.App:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - received.pop(key))
             await decisions_topic.send(force=True, key=key, value=d.to_json())
             await hosts_topic.send(force=True, key=d.host.encode(), value=records.encode_host_change(d, before))
-            before = d
 
     # deadlines this process wrote: a page's answers mostly leave its deadline as it was, and one
     # write (with its changelog record) per page is enough; after a restart every one is rewritten
@@ -198,8 +179,9 @@ def create_app(settings: Settings) -> faust.App:
                 await on_tick(event.message.partition, message)
                 continue
             key = event.message.key
-            state = UrlState.from_bytes(urls.get(key))
-            before = state.last_decision()
+            states = UrlStates(PartitionView(urls, event.message.partition))
+            url = key.decode()
+            state = states.load(url)
             now = now_ms()
             if isinstance(message, Fetch):
                 received.setdefault(key, time.monotonic())
@@ -210,23 +192,23 @@ def create_app(settings: Settings) -> faust.App:
                 decisions = gather.on_answer(state, message, now)
             else:
                 decisions = gather.on_revision(state, message, now)
-            urls[key] = state.to_bytes()
+            states.save(url, state)
             track_pending(key, state)
-            await publish(decisions, before)
+            await publish(decisions)
 
     async def on_tick(partition: int, tick_ms: int) -> None:
         """Decide overdue pages of this partition provisionally (inside the stream, so tables are writable)."""
         due = [key for key, deadline in pending.data.scan(partition, b"", b"\xff" * 8)
                if int.from_bytes(deadline, "big") <= tick_ms]
         metrics.PENDING.set(sum(1 for _ in pending.data.scan(partition, b"", b"\xff" * 8)))
+        states = UrlStates(PartitionView(urls, partition))
         for key in due:
-            state = UrlState.from_bytes(urls.get(key))
-            before = state.last_decision()
+            state = states.load(key.decode())
             decisions = gather.on_tick(state, tick_ms)
-            urls[key] = state.to_bytes()
+            states.save(key.decode(), state)
             del pending[key]
             written_deadlines.pop(key, None)
-            await publish(decisions, before)
+            await publish(decisions)
 
     @app.agent(probes_topic, concurrency=1)
     async def index_agent(stream: faust.StreamT) -> None:
@@ -246,7 +228,7 @@ def create_app(settings: Settings) -> faust.App:
         """Per host: move the page between counts, emit a signal when the penalty crosses a threshold."""
         async for event in stream.events():
             decision, before = records.decode_host_change(event.message.value)
-            tracker = HostTracker(PartitionView(host_state, event.message.partition), host_policy)
+            tracker = HostTracker(PartitionView(host_state, event.message.partition), core.host_policy)
             signals = tracker.observe(decision, before)
             for signal in signals:
                 await signals_topic.send(force=True, key=signal.host.encode(), value=signal.to_json())

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from neardup_core.index.tables import TableDesign, choose_design, design_named
+from neardup_core.settings import CoreSettings
 
 
 def _env(name: str, default: str) -> str:
@@ -80,13 +81,17 @@ class Settings:
     ssl_certfile: str = field(default_factory=lambda: _env("NEARDUP_SSL_CERTFILE", ""))
     ssl_keyfile: str = field(default_factory=lambda: _env("NEARDUP_SSL_KEYFILE", ""))
 
-    def design(self) -> TableDesign:
-        if self.tables == "auto":
-            return choose_design(self.k, self.expected_pages)
-        design = design_named(self.tables)
-        if design.k != self.k:
-            raise SystemExit(f"NEARDUP_TABLES={self.tables} is a design for k={design.k}, but NEARDUP_K={self.k}")
-        return design
+    @cached_property
+    def core(self) -> CoreSettings:
+        """The core's settings, built once: what every stage of scan and the stream decides with."""
+        try:
+            return CoreSettings(k=self.k, tables=self.tables, expected_pages=self.expected_pages,
+                                shingle_size=self.shingle_size, min_features=self.min_features,
+                                max_body_bytes=self.max_body_bytes,
+                                decision_timeout_ms=int(self.decision_timeout_s * 1000),
+                                host_window_s=self.host_window_s)
+        except ValueError as exc:
+            raise SystemExit(f"NEARDUP_TABLES={self.tables}, NEARDUP_K={self.k}: {exc}") from None
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"

@@ -43,7 +43,7 @@ TABLES = ("urls", "pending", "hosts")
 def table_names(settings: Settings) -> list[str]:
     """The worker's Faust tables; the index table is named after its design, so that another
     design starts an index of its own instead of mixing keys of two designs."""
-    return [*TABLES, f"index-{settings.design().name}"]
+    return [*TABLES, f"index-{settings.core.design.name}"]
 
 
 def changelog_specs(settings: Settings) -> list[TopicSpec]:

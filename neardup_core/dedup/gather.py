@@ -16,27 +16,37 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
    An input seen before (a replay after a crash or rebalance) publishes the URL's last decision
    again, unchanged: the state may have survived while the output it caused was lost.
 5. The URL's decision is its current version's; a new revision is published whenever that
-   changes, with a revision number that only grows.
+   changes, with a revision number that only grows, together with the decision it replaces (what
+   the host statistics move the URL out of).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from neardup_core.dedup.rule import Match, better, reason_of, verdict_of
+from neardup_core.dedup.rule import Match, better, better_ranked, reason_of, verdict_of
 from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
 from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, table_ids
 from neardup_core.index.tables import TableDesign
 from neardup_core.messages import Decision
+from neardup_core.settings import CoreSettings
+from neardup_core.store.base import Store
 from neardup_core.timefmt import ms_to_rfc3339
 
 _SAYS = ("verdict", "duplicate_of", "distance", "complete", "fetched_at", "body_sha256")
+
+
+class Published(NamedTuple):
+    """A decision to publish, and the URL's decision before it (None for its first)."""
+
+    decision: Decision
+    previous: Decision | None
 
 
 @dataclass(slots=True)
@@ -88,15 +98,39 @@ class UrlState:
         return max(self.versions.values(), key=lambda s: (s.last_fetch_ms, s.fetch.body_sha256))
 
 
+class UrlStates:
+    """The URL table on a `Store`: a URL's `UrlState` by its URL (what `scan`'s engine and the
+    gather agent keep, one in a RocksDB directory, the other in a Faust table's partition)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def load(self, url: str) -> UrlState:
+        return UrlState.from_bytes(self.store.get(url.encode()))
+
+    def save(self, url: str, state: UrlState) -> None:
+        self.store.put(url.encode(), state.to_bytes())
+
+
 @dataclass(frozen=True, slots=True)
 class Gather:
-    """The decision stage's settings and transitions; state lives in `UrlState`."""
+    """The decision stage's transitions under the core settings; state lives in `UrlState`."""
 
-    design: TableDesign
-    k: int
-    timeout_ms: int = 30_000
+    settings: CoreSettings
 
-    def on_fetch(self, state: UrlState, fetch: Fetch, now_ms: int) -> tuple[list[Probe], list[Decision]]:
+    @property
+    def design(self) -> TableDesign:
+        return self.settings.design
+
+    @property
+    def k(self) -> int:
+        return self.settings.k
+
+    @property
+    def timeout_ms(self) -> int:
+        return self.settings.decision_timeout_ms
+
+    def on_fetch(self, state: UrlState, fetch: Fetch, now_ms: int) -> tuple[list[Probe], list[Published]]:
         vid = version_id(fetch.url, fetch.body_sha256).hex()
         known = state.versions.get(vid)
         probes: list[Probe] = []
@@ -121,7 +155,7 @@ class Gather:
         if page is None:
             version.expected, version.answered, version.best, version.complete = 0, [], None, True
             return []
-        if version.best is not None and not version.best.candidate.rank < page.rank:
+        if version.best is not None and not better_ranked(version.best.candidate, page):
             version.best = None
         version.expected = len(table_ids(self.design, page))
         version.answered = []
@@ -129,7 +163,7 @@ class Gather:
         version.deadline_ms = now_ms + self.timeout_ms
         return probes_for(self.design, page)
 
-    def on_answer(self, state: UrlState, answer: Answer, now_ms: int) -> list[Decision]:
+    def on_answer(self, state: UrlState, answer: Answer, now_ms: int) -> list[Published]:
         version = state.versions.get(answer.version_id.hex())
         if version is None or version.page is None:
             return []
@@ -141,7 +175,7 @@ class Gather:
                 version.complete = True
         return self._publish(state, now_ms, replay=replay)
 
-    def on_revision(self, state: UrlState, revision: Revision, now_ms: int) -> list[Decision]:
+    def on_revision(self, state: UrlState, revision: Revision, now_ms: int) -> list[Published]:
         version = state.versions.get(revision.version_id.hex())
         if version is None or version.page is None:
             return []
@@ -149,7 +183,7 @@ class Gather:
         self._merge(version, revision.match)
         return self._publish(state, now_ms, replay=replay)
 
-    def on_tick(self, state: UrlState, now_ms: int) -> list[Decision]:
+    def on_tick(self, state: UrlState, now_ms: int) -> list[Published]:
         """Publish a current version whose answers are overdue, provisionally."""
         current = state.current()
         if current is None or current.complete or current.deadline_ms > now_ms:
@@ -170,11 +204,11 @@ class Gather:
     @staticmethod
     def _merge(version: VersionState, match: Match | None) -> None:
         page = version.page
-        if match is not None and page is not None and match.candidate.rank < page.rank:
+        if match is not None and page is not None and better_ranked(match.candidate, page):
             version.best = better(version.best, match)
 
     def _publish(self, state: UrlState, now_ms: int, provisional: bool = False, replay: bool = False
-                 ) -> list[Decision]:
+                 ) -> list[Published]:
         """The decision to publish if the URL's decision changed; with `replay`, the last one again
         when nothing changed (the input was seen before, and its output may have been lost)."""
         current = state.current()
@@ -186,11 +220,12 @@ class Gather:
             return []
         decision = self.decision_of(current, state.revision + 1, now_ms)
         said = dataclasses.asdict(decision)
+        previous = state.last_decision()
         if state.published is not None and all(said[f] == state.published[f] for f in _SAYS):
-            return [Decision(**state.published)] if replay else []
+            return [Published(Decision(**state.published), previous)] if replay else []
         state.revision += 1
         state.published = said
-        return [decision]
+        return [Published(decision, previous)]
 
     def decision_of(self, version: VersionState, revision: int, now_ms: int) -> Decision:
         fetch, page, best = version.fetch, version.page, version.best

@@ -39,6 +39,11 @@ class Match:
         return cls(PageVersion.from_list(data[0]), data[1], data[2])
 
 
+def better_ranked(candidate: PageVersion, page: PageVersion) -> bool:
+    """Whether `candidate` ranks better than `page`: only such a page can be what `page` duplicates."""
+    return candidate.rank < page.rank
+
+
 def match_of(page: PageVersion, other: PageVersion, k: int) -> Match | None:
     """How `page` relates to `other` regardless of rank: an exact or near match, or None."""
     if other.url == page.url:

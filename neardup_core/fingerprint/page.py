@@ -1,4 +1,8 @@
-"""From a validated fetch to its fingerprints: decode, extract the main text, digest, SimHash."""
+"""One fetched page in, one fingerprinted page out: decode, extract the main text, digest, SimHash.
+
+`fingerprint_event` is the one entry point from a raw `pages.fetched` value to its `Fetch` or its
+rejection: `neardup scan`, the stream's fingerprint agent and the tests all call it.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +15,41 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import host_of
 from neardup_core.ingest.decode import DecodeError, decode_body, is_html_content_type
-from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES, EventError, FetchedPage, parse_event
+from neardup_core.ingest.event import EventError, FetchedPage, parse_event
+from neardup_core.messages import Rejection
+from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 
 
 @dataclass(frozen=True, slots=True)
-class FingerprintSettings:
-    """`shingle_size` words per feature; below `min_features` distinct features a page is
-    checked by its digests only (its SimHash would be unstable)."""
+class Rejected:
+    """Why an event was refused, and the stage that refused it (`validate`, `decode`, `extract`,
+    or `fingerprint` for a bug, which must not stop a worker either)."""
 
-    shingle_size: int = 2
-    min_features: int = 8
+    reason: str
+    stage: str
+
+    def message(self, raw: bytes, topic: str | None, partition: int | None, offset: int | None) -> Rejection:
+        """The dead letter: where the event came from (a topic or a file) and its original bytes."""
+        return Rejection.of(self.reason, self.stage, topic, partition, offset, raw)
 
 
-def fingerprint(page: FetchedPage, settings: FingerprintSettings = FingerprintSettings()) -> Fetch:
+def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
+                      settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch | Rejected:
+    """Parse, validate and fingerprint one raw `pages.fetched` value.
+
+    `key` and `timestamp_ms` are the record's (a Kafka record, or what a file reader says): the key
+    must agree with the URL, and the timestamp is the fetch time of an event without `fetched_at`.
+    """
+    try:
+        page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes)
+        return fingerprint(page, settings)
+    except EventError as exc:
+        return Rejected(exc.reason, exc.stage)
+    except Exception as exc:  # a bug must not stop the worker or the scan: the event goes to the dead letters
+        return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+
+
+def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch:
     """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages."""
     host = host_of(page.url)
     body_digest = body_sha256(page.body)
@@ -50,7 +76,7 @@ def fingerprint(page: FetchedPage, settings: FingerprintSettings = FingerprintSe
     return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash)
 
 
-def text_fingerprint(main_text: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str, int | None]:
+def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str, int | None]:
     """(text digest, SimHash or None when the text has too few features) of a main text."""
     toks = tokens(main_text)
     features = token_features(toks, settings.shingle_size)
@@ -58,17 +84,9 @@ def text_fingerprint(main_text: str, settings: FingerprintSettings = Fingerprint
     return tokens_sha256(toks), simhash
 
 
-def html_fingerprint(html: str, settings: FingerprintSettings = FingerprintSettings()) -> tuple[str | None, int | None]:
+def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:
     """(text digest, SimHash) of an HTML page's main text; (None, None) when it has none."""
     main = extract(html)
     if not main.text.strip():
         return None, None
     return text_fingerprint(main.text, settings)
-
-
-def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
-                      max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                      settings: FingerprintSettings = FingerprintSettings()) -> Fetch:
-    """Parse, validate and fingerprint one raw `pages.fetched` value; raises `EventError`."""
-    page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes)
-    return fingerprint(page, settings)

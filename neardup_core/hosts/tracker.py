@@ -23,9 +23,8 @@ class HostTracker:
         self.policy = policy
 
     @classmethod
-    def open(cls, path: Path | None, *, window_s: int = DEFAULT_POLICY.window_s) -> HostTracker:
+    def open(cls, path: Path | None, policy: HostPolicy = DEFAULT_POLICY) -> HostTracker:
         """On RocksDB under `path`, or in memory when it is None."""
-        policy = HostPolicy(window_s=window_s)
         if path is None:
             return cls(MemoryStore(), policy)
         from neardup_core.store.rocks import RocksStore

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from neardup_core.dedup.rule import Match, better, match_of
+from neardup_core.dedup.rule import Match, better, better_ranked, match_of
 from neardup_core.dedup.version import PageVersion
 from neardup_core.index.keys import (
     BODY_TABLE,
@@ -136,7 +136,6 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions."""
     page = probe.page
-    rank = page.rank
     best: Match | None = None
     revisions: list[Revision] = []
     stored: PageVersion | None = None
@@ -148,7 +147,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
         found = match_of(page, other, k)
         if found is None:
             continue
-        if other.rank < rank:
+        if better_ranked(other, page):
             best = better(best, found)
         elif probe.table == first_shared_table(design, page, other):
             back = match_of(other, page, k)

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from neardup_core.index.keys import shared_prefix_bytes
+
 MASK64 = (1 << 64) - 1
 
 
@@ -104,6 +106,12 @@ class TableDesign:
     def buckets(self, fp: int) -> list[int]:
         """`bucket(fp, t)` for every table t."""
         return [self.bucket(fp, t) for t in range(self.table_count)]
+
+    @property
+    def prefix_bytes(self) -> int:
+        """The leading key bytes every bucket of this design shares: what the store's prefix
+        Bloom filters hash (`keys.shared_prefix_bytes` of the narrowest table)."""
+        return shared_prefix_bytes(min(self.key_bits, default=64))
 
     def expected_candidates(self, stored: int) -> float:
         """Random (non-near) candidates a probe confirms, summed over tables, for `stored` entries."""

@@ -1,11 +1,16 @@
 """Reading fetched pages from files: JSONL (one `pages.fetched` event per line) and WARC
 response records, either gzipped. Each record comes out as the raw event bytes, so files and
-Kafka go through the same validation."""
+Kafka go through the same validation.
+
+Each record also carries the time it was read, which stands where a Kafka record has its
+timestamp: an event without `fetched_at` was fetched then, as a record that `neardup publish`
+sends is stamped with the time it is sent (a WARC record's `WARC-Date` is its `fetched_at`)."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +24,18 @@ from neardup_core.timefmt import rfc3339_to_ms
 @dataclass(frozen=True, slots=True)
 class RawEvent:
     """One input record: its bytes, where it came from (the file, and the line of a JSONL file or
-    the byte offset of a WARC record), and the URL key it would carry on Kafka (None when the
-    record has no readable URL)."""
+    the byte offset of a WARC record), the URL key it would carry on Kafka (None when the
+    record has no readable URL), and when it was read (the record timestamp it would carry)."""
 
     raw: bytes
     source: str
     position: int
     key: bytes | None = None
+    timestamp_ms: int | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _open(path: Path) -> BinaryIO:
@@ -58,7 +68,7 @@ def read_jsonl(path: Path) -> Iterator[RawEvent]:
         for number, line in enumerate(fh, 1):
             line = line.rstrip(b"\r\n")
             if line.strip():
-                yield RawEvent(line, str(path), number)
+                yield RawEvent(line, str(path), number, timestamp_ms=_now_ms())
 
 
 def read_warc(path: Path) -> Iterator[RawEvent]:
@@ -89,7 +99,7 @@ def read_warc(path: Path) -> Iterator[RawEvent]:
                 if "content-type" in headers:
                     event["content_type"] = headers["content-type"]
             yield RawEvent(orjson.dumps(event), str(path), iterator.get_record_offset(),
-                           url.encode() if url else None)
+                           url.encode() if url else None, _now_ms())
 
 
 def count_events(path: Path) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from neardup_core.dedup.rule import Match, better, match_of, verdict_of
+from neardup_core.dedup.rule import Match, better, better_ranked, match_of, verdict_of
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
 
@@ -21,7 +21,7 @@ def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVer
     for url, page in current.items():
         best: Match | None = None
         for other in pool:
-            if other.rank < page.rank:
+            if better_ranked(other, page):
                 best = better(best, match_of(page, other, k))
         out[url] = (verdict_of(best), best.candidate.url if best else None, best.distance if best else None)
     for url in skipped:

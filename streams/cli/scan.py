@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -16,13 +15,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from neardup_core.dedup.engine import Engine, EngineConfig, StateMismatch
+from neardup_core.dedup.engine import Engine, StateMismatch
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import FingerprintSettings, fingerprint_event
+from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
-from neardup_core.ingest.event import EventError
 from neardup_core.ingest.files import RawEvent, count_events, read_events
 from neardup_core.messages import Rejection
+from neardup_core.settings import CoreSettings
 from streams.settings import Settings
 
 T = TypeVar("T")
@@ -59,18 +58,14 @@ class ScanSummary:
             console.print(f"  rejected x{n}: {reason}")
 
 
-def _fingerprint_one(item: tuple[RawEvent, int, FingerprintSettings]) -> tuple[str, Any]:
-    """("ok", fetch) or ("reject", rejection); runs in the extraction pool."""
-    event, max_body, fp_settings = item
-    try:
-        return "ok", fingerprint_event(event.raw, key=event.key, max_body_bytes=max_body, settings=fp_settings)
-    except EventError as exc:
-        reason, stage = exc.reason, exc.stage
-    except Exception as exc:  # one bad page must not stop the scan: it goes to the rejects with the bug
-        reason, stage = f"internal error: {type(exc).__name__}: {exc}", "fingerprint"
-    # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the offset
-    return "reject", Rejection(reason, stage, event.source, None, event.position,
-                               base64.b64encode(event.raw).decode())
+def _fingerprint_one(item: tuple[RawEvent, CoreSettings]) -> Fetch | Rejection:
+    """The event's `Fetch`, or its dead letter; runs in the extraction pool."""
+    event, settings = item
+    result = fingerprint_event(event.raw, key=event.key, timestamp_ms=event.timestamp_ms, settings=settings)
+    if isinstance(result, Rejected):
+        # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the offset
+        return result.message(event.raw, event.source, None, event.position)
+    return result
 
 
 def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], *, chunk: int = 8,
@@ -99,19 +94,18 @@ def _events(files: list[Path]) -> Iterator[RawEvent]:
 
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
              hosts: Path | None = None, processes: int = 1, progress: bool = True) -> ScanSummary:
-    config = EngineConfig(settings.k, settings.design())
+    core = settings.core
     try:
-        engine = Engine(config, state)
+        engine = Engine(core, state)
     except StateMismatch as exc:
         raise SystemExit(str(exc)) from None
-    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
-    tracker = HostTracker.open(state / "hosts" if hosts else None, window_s=settings.host_window_s)
+    tracker = HostTracker.open(state / "hosts" if hosts else None, core.host_policy)
     summary = ScanSummary()
     latest: dict[str, str] = {}
     started = time.perf_counter()
     totals = [count_events(p) for p in files]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
-    items = ((event, settings.max_body_bytes, fp_settings) for event in _events(files))
+    items = ((event, core) for event in _events(files))
     pool = ProcessPoolExecutor(processes) if processes > 1 else None
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
@@ -120,16 +114,15 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
           Progress(TextColumn("[bold]scan"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                    TimeElapsedColumn(), disable=not progress, transient=False) as bar):
         task = bar.add_task("scan", total=total, rate="")
-        for status, body in results:
+        for result in results:
             summary.events += 1
-            if status == "reject":
+            if isinstance(result, Rejection):
                 summary.rejected += 1
-                summary.reject_reasons[body.error[:120]] += 1
+                summary.reject_reasons[result.error[:120]] += 1
                 if rejects_fh is not None:
-                    rejects_fh.write(body.to_json() + b"\n")
+                    rejects_fh.write(result.to_json() + b"\n")
             else:
-                fetch: Fetch = body
-                for decision, before in engine.decide(fetch):
+                for decision, before in engine.decide(result):
                     out_fh.write(decision.to_json() + b"\n")
                     summary.decisions += 1
                     summary.revisions += decision.revision > 1

@@ -8,14 +8,14 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
-from neardup_core.fingerprint.page import FingerprintSettings, html_fingerprint, text_fingerprint
+from neardup_core.fingerprint.page import html_fingerprint, text_fingerprint
 from neardup_core.testing.evaluate import KScore, load_page, pair_score, read_pairs, recommend_k, score_per_k
 from streams.settings import Settings
 
 
 def run_tune(pairs_path: Path, *, plot: Path | None, max_k: int, settings: Settings) -> KScore:
     console = Console()
-    fp_settings = FingerprintSettings(settings.shingle_size, settings.min_features)
+    fp_settings = settings.core
     cache: dict[str, tuple[str | None, int | None]] = {}
 
     def fingerprint_of(ref: object) -> tuple[str | None, int | None]:

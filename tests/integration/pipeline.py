@@ -18,7 +18,6 @@ from confluent_kafka import Consumer, Producer
 
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
-from neardup_core.ingest.event import EventError
 from neardup_core.testing.oracle import oracle_from_fetches
 from streams.admin import create_topics
 from streams.settings import Settings
@@ -204,13 +203,8 @@ def all_complete(urls: set[str]) -> callable:
 
 
 def fetches_of(events: Iterable[dict]) -> list[Fetch]:
-    out = []
-    for e in events:
-        try:
-            out.append(fingerprint_event(orjson.dumps(e)))
-        except EventError:
-            pass
-    return out
+    """The fingerprinted pages of the good events (the rejected ones are left out)."""
+    return [f for e in events if isinstance(f := fingerprint_event(orjson.dumps(e)), Fetch)]
 
 
 def oracle_of(events: list[dict], k: int = 3) -> dict[str, tuple]:

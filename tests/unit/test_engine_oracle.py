@@ -7,9 +7,10 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup_core.dedup.engine import Engine, EngineConfig
+from neardup_core.dedup.engine import Engine
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.tables import SEED_DESIGN, TableDesign
+from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import oracle_from_fetches
 
 K = 3
@@ -76,7 +77,7 @@ def test_any_order_gives_the_oracle(seed: int, order_seed: int, design_blocks: i
     shuffled = fetches + random.Random(order_seed).sample(fetches, len(fetches) // 4)  # duplicate deliveries
     random.Random(order_seed).shuffle(shuffled)
     expected = oracle_from_fetches(fetches, K)
-    engine = Engine(EngineConfig(K, TableDesign(K, design_blocks)))
+    engine = Engine(CoreSettings(k=K, tables=TableDesign(K, design_blocks).name))
     assert final_decisions(engine, shuffled) == expected
 
 
@@ -89,7 +90,7 @@ def test_crawl_has_every_kind_of_decision() -> None:
 def test_state_dir_continues(tmp_path) -> None:
     fetches = make_crawl(5, n_clusters=20)
     half = len(fetches) // 2
-    config = EngineConfig(K, SEED_DESIGN)
+    config = CoreSettings(k=K, tables=SEED_DESIGN.name)
     first = Engine(config, tmp_path)
     latest = final_decisions(first, fetches[:half])
     first.close()

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from neardup_core.dedup.gather import Gather, UrlState
+from neardup_core.dedup.gather import Gather, Published, UrlState
 from neardup_core.dedup.rule import Match
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer
 from neardup_core.index.tables import SEED_DESIGN
+from neardup_core.messages import Decision
+from neardup_core.settings import CoreSettings
 
-G = Gather(SEED_DESIGN, 3, timeout_ms=1000)
+G = Gather(CoreSettings(k=3, tables=SEED_DESIGN.name, decision_timeout_ms=1000))
 T0 = 1_700_000_000_000
+
+
+def decisions(published: list[Published]) -> list[Decision]:
+    return [p.decision for p in published]
 
 
 def fetch(url: str = "https://a.org/x", at: int = T0, body: str = "b" * 64, fp: int | None = 0xFFFF) -> Fetch:
@@ -21,7 +27,7 @@ def answers(state: UrlState, f: Fetch, best: Match | None = None, tables: list[i
     assert version is not None
     out = []
     for table in tables if tables is not None else [0, 1, 2, 3, 0xF0, 0xF1]:
-        out += G.on_answer(state, Answer(f.url, version.version_id, f.fetched_at_ms, table, best), T0)
+        out += decisions(G.on_answer(state, Answer(f.url, version.version_id, f.fetched_at_ms, table, best), T0))
     return out
 
 
@@ -41,7 +47,7 @@ def test_timeout_publishes_provisionally_and_late_answers_complete_it() -> None:
     G.on_fetch(state, fetch(), T0)
     assert G.on_tick(state, T0 + 999) == []
     assert G.awaiting(state) == T0 + 1000
-    (provisional,) = G.on_tick(state, T0 + 1000)
+    (provisional,) = decisions(G.on_tick(state, T0 + 1000))
     assert not provisional.complete and provisional.verdict == "unique"
     assert G.awaiting(state) is None
     better = fetch("https://a.org/", at=T0 - 5, body="d" * 64)
@@ -56,7 +62,8 @@ def test_recrawl_of_an_unchanged_body_is_answered_without_a_probe() -> None:
     state = UrlState()
     G.on_fetch(state, fetch(), T0)
     answers(state, fetch())
-    probes, (again,) = G.on_fetch(state, fetch(at=T0 + 60_000), T0)
+    probes, published = G.on_fetch(state, fetch(at=T0 + 60_000), T0)
+    (again,) = decisions(published)
     assert probes == [] and again.verdict == "unique" and again.fetched_at.startswith("2023-11-14T22:14:20")
     assert again.revision == 2
 

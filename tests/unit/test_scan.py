@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.fingerprint.simhash import from_hex, hamming
 from neardup_core.hosts.urls import host_of
@@ -25,6 +26,12 @@ from streams.cli.scan import bounded_map
 K = 3
 ROOT = Path(__file__).resolve().parents[2]
 BAD_LINES = [b"{broken json", b'{"url": "https://x.example/a"}', b'{"url": 7, "body": "<p>x</p>"}']
+
+
+def fetch_of(event: dict) -> Fetch:
+    fetch = fingerprint_event(orjson.dumps(event))
+    assert isinstance(fetch, Fetch), fetch
+    return fetch
 
 
 def write(path: Path, events: list[dict], extra: list[bytes] = ()) -> Path:
@@ -75,7 +82,7 @@ def scanned(crawl: list[dict], tmp_path_factory: pytest.TempPathFactory) -> tupl
 def test_two_input_orders_give_identical_decisions_equal_to_the_oracle(crawl, scanned) -> None:
     first, second, _, _ = scanned
     assert said(first) == said(second)
-    fetches = [fingerprint_event(orjson.dumps(e)) for e in crawl]
+    fetches = [fetch_of(e) for e in crawl]
     assert said(first) == oracle_from_fetches(fetches, K)
     assert {d["verdict"] for d in first.values()} >= {"unique", "exact_duplicate", "near_duplicate"}
 
@@ -84,7 +91,7 @@ def test_duplicates_name_a_close_page_and_uniques_are_far_apart(crawl, scanned) 
     first, _, _, _ = scanned
     versions = defaultdict(list)  # every fingerprint each URL ever had
     for e in crawl:
-        f = fingerprint_event(orjson.dumps(e))
+        f = fetch_of(e)
         versions[f.url].append(f)
     for url, d in first.items():
         if d["verdict"] in ("exact_duplicate", "near_duplicate"):
