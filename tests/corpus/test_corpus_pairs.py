@@ -16,7 +16,7 @@ import pytest
 from neardup_core.fingerprint.page import html_fingerprint
 from neardup_core.testing.evaluate import PairScore, pair_score
 from neardup_core.testing.labelled import NEGATIVE, build_labelled_set, load_html, read_curated, scored_rows
-from tests.unit.corpus import CORPUS, NEEDS_CORPUS
+from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
 
 K = 3
 

@@ -23,7 +23,7 @@ from neardup_core.extract import fastjustext
 from neardup_core.extract.main_text import Extraction, choose_stoplist, extract
 from neardup_core.extract.stoplists import stoplist, union_stoplist
 from neardup_core.ingest.decode import decode_body
-from tests.unit.corpus import CORPUS, NEEDS_CORPUS
+from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
 
 pytestmark = NEEDS_CORPUS
 
