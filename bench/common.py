@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import gzip
-import json
 import os
 import platform
 import shlex
@@ -27,13 +25,15 @@ import orjson
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-DEFAULT_CORPUS = Path(os.environ.get("NEARDUP_CORPUS", REPO.parent / "shared" / "corpus"))
 DEFAULT_RESULTS = BENCH_DIR / "results" / "core.md"
 FIRST_FETCH_MS = 1_600_000_000_000  # 2020-09-13; the corpus pages get one second apart from there
 
 if str(REPO) not in sys.path:  # run as `python bench/x.py` from anywhere without installing
     sys.path.insert(0, str(REPO))
 
+from neardup_core.testing.corpus import corpus_dir, page_bytes, read_manifest  # noqa: E402
+
+DEFAULT_CORPUS = corpus_dir()
 
 # ---------------------------------------------------------------------------------------------- corpus
 
@@ -58,15 +58,8 @@ def load_corpus(corpus: Path, limit: int | None = None) -> list[CorpusPage]:
     """The corpus pages in manifest order, decompressed; a page without a recorded URL gets a
     stable made-up one on its site, so it can go through event validation like the others."""
     require_corpus(corpus)
-    pages = []
-    with open(corpus / "MANIFEST.jsonl") as manifest:
-        for line in manifest:
-            row = json.loads(line)
-            url = row.get("url") or f"https://{row.get('site') or 'unknown.invalid'}/corpus/{row['path']}"
-            pages.append(CorpusPage(row["path"], url, gzip.decompress((corpus / row["path"]).read_bytes())))
-            if limit is not None and len(pages) >= limit:
-                break
-    return pages
+    rows = read_manifest(corpus)[:limit]
+    return [CorpusPage(row.path, row.event_url, page_bytes(corpus, row.path)) for row in rows]
 
 
 def event_of(page: CorpusPage, index: int) -> bytes:

@@ -28,13 +28,12 @@ from simhash import Simhash
 from neardup_core.extract.stoplists import detect_stoplist
 from neardup_core.fingerprint.page import html_fingerprint
 from neardup_core.settings import CoreSettings
+from neardup_core.testing.corpus import load_html, read_curated
 from neardup_core.testing.evaluate import KScore, PairScore, pair_score, recommend_k, score_per_k
 from neardup_core.testing.labelled import (
     NEGATIVE,
     Fingerprint,
     build_labelled_set,
-    load_html,
-    read_curated,
     scored_rows,
     write_rows,
 )

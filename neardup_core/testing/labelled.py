@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from neardup_core.ingest.decode import decode_body
+from neardup_core.testing.corpus import CorpusPage, load_html, read_curated, read_manifest
 from neardup_core.testing.evaluate import PairScore, pair_score
 from neardup_core.testing.variants import MainContent, main_container, main_content, parse, variants_of
 
@@ -56,14 +57,6 @@ would leave its own article on the page next to the new one (a merge, not a copy
 Fingerprint = tuple[str | None, int | None]
 
 
-@dataclass(frozen=True, slots=True)
-class CorpusPage:
-    path: str
-    """Relative to the corpus folder, as in MANIFEST.jsonl."""
-    site: str
-    group: str | None
-
-
 @dataclass
 class LabelledSet:
     """The rows, and how they were made (counts for the report)."""
@@ -80,22 +73,10 @@ class LabelledSet:
         return Counter(r["kind"] for r in self.rows)
 
 
-def read_manifest(corpus: Path) -> list[CorpusPage]:
-    with (corpus / "MANIFEST.jsonl").open("rb") as fh:
-        rows = [orjson.loads(line) for line in fh if line.strip()]
-    return [CorpusPage(r["path"], r["site"], r.get("group")) for r in rows]
 
 
-def read_curated(corpus: Path) -> list[dict[str, Any]]:
-    """The curated pairs, each with an `id` (its line number, from 1)."""
-    with (corpus / "PAIRS.jsonl").open("rb") as fh:
-        rows = [orjson.loads(line) for line in fh if line.strip()]
-    return [{"id": n, **r} for n, r in enumerate(rows, 1)]
 
 
-def load_html(corpus: Path, path: str) -> str:
-    """A corpus page as text, decoded as a fetch would be."""
-    return decode_body(gzip.decompress((corpus / path).read_bytes())).text
 
 
 def seeded_order(items: Iterable[str], seed: int) -> list[str]:

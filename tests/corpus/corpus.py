@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from neardup_core.testing.corpus import corpus_dir, has_corpus
+
+CORPUS = corpus_dir()
 
 NEEDS_CORPUS = [
     pytest.mark.corpus,
-    pytest.mark.skipif(not (CORPUS / "MANIFEST.jsonl").is_file(),
+    pytest.mark.skipif(not has_corpus(CORPUS),
                        reason=f"the real-web corpus is absent: no MANIFEST.jsonl at {CORPUS} "
-                              "(../shared/corpus relative to the repository root)"),
+                              "(../shared/corpus relative to the repository root, or $NEARDUP_CORPUS)"),
 ]

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.testing.corpus import load_html, read_curated
 from neardup_core.testing.evaluate import PairScore, pair_score
-from neardup_core.testing.labelled import NEGATIVE, build_labelled_set, load_html, read_curated, scored_rows
+from neardup_core.testing.labelled import NEGATIVE, build_labelled_set, scored_rows
 from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
 
 K = 3

@@ -22,7 +22,7 @@ from lxml import etree
 from neardup_core.extract import fastjustext
 from neardup_core.extract.main_text import Extraction, choose_stoplist, extract
 from neardup_core.extract.stoplists import stoplist, union_stoplist
-from neardup_core.ingest.decode import decode_body
+from neardup_core.testing.corpus import load_html, read_manifest
 from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
 
 pytestmark = NEEDS_CORPUS
@@ -36,12 +36,7 @@ _WORD = re.compile(r"\w+")
 @pytest.fixture(scope="module")
 def pages() -> dict[str, str]:
     """Every corpus page, decoded (decoding every page is itself the first check)."""
-    decoded = {}
-    with open(CORPUS / "MANIFEST.jsonl") as manifest:
-        for line in manifest:
-            path = json.loads(line)["path"]
-            decoded[path] = decode_body(gzip.decompress((CORPUS / path).read_bytes())).text
-    return decoded
+    return {page.path: load_html(CORPUS, page.path) for page in read_manifest(CORPUS)}
 
 
 @pytest.fixture(scope="module")
