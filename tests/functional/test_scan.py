@@ -7,9 +7,11 @@ import base64
 import random
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -177,3 +179,21 @@ def test_scan_with_two_processes_decides_as_with_one(crawl, scanned, tmp_path: P
     assert result.returncode == 0, result.stderr
     first = scanned[0]
     assert said(latest(out)) == said(first)
+
+
+def test_a_line_without_fetched_at_is_decided_at_the_time_it_is_read(crawl, tmp_path: Path) -> None:
+    """As the stream decides such an event with its record's timestamp (`neardup publish` stamps a
+    record when it sends it), scan decides it with the time it read the line, instead of rejecting it."""
+    page = next(e for e in crawl if e["url"].startswith("https://herald.example/"))
+    undated = {k: v for k, v in page.items() if k != "fetched_at"}
+    copy = {**undated, "url": page["url"] + "?utm_source=feed"}
+    started = time.time()
+    decisions, rejects, _ = scan(tmp_path, "undated", write(tmp_path / "in-undated.jsonl", [undated, copy]))
+    finished = time.time()
+    assert rejects.read_bytes() == b""
+    assert decisions[page["url"]]["verdict"] == "unique"
+    assert decisions[copy["url"]]["verdict"] == "exact_duplicate"
+    assert decisions[copy["url"]]["duplicate_of"] == page["url"]
+    for d in decisions.values():
+        fetched = datetime.fromisoformat(d["fetched_at"].replace("Z", "+00:00")).timestamp()
+        assert started - 1 <= fetched <= finished + 1, d["fetched_at"]
