@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import gzip
-import json
 import os
 import statistics
 import subprocess
@@ -47,9 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from neardup_core.extract import fastjustext  # noqa: E402
 from neardup_core.extract.main_text import choose_stoplist, extract  # noqa: E402
 from neardup_core.extract.stoplists import stoplist, union_stoplist  # noqa: E402
-from neardup_core.ingest.decode import DecodeError, decode_body  # noqa: E402
+from neardup_core.ingest.decode import DecodeError  # noqa: E402
+from neardup_core.testing.corpus import corpus_dir, load_html, read_manifest  # noqa: E402
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+DEFAULT_CORPUS = corpus_dir()
 Engine = Callable[[str, frozenset[str]], object]
 Page = tuple[str, str, frozenset[str]]  # path, decoded HTML, stoplist
 
@@ -57,21 +56,19 @@ Page = tuple[str, str, frozenset[str]]  # path, decoded HTML, stoplist
 def load_pages(corpus: Path, limit: int | None) -> list[Page]:
     """The corpus pages in manifest order, decoded, each with the stoplist `extract` would choose."""
     pages = []
-    with open(corpus / "MANIFEST.jsonl") as manifest:
-        for line in manifest:
-            path = json.loads(line)["path"]
-            try:
-                html = decode_body(gzip.decompress((corpus / path).read_bytes())).text
-            except DecodeError as exc:
-                print(f"skipped {path}: {exc}", file=sys.stderr)
-                continue
-            try:
-                name = choose_stoplist(html, [p.text for p in fastjustext.paragraphs_of(html)])
-            except etree.ParserError:
-                name = None
-            pages.append((path, html, stoplist(name) if name else union_stoplist()))
-            if limit is not None and len(pages) >= limit:
-                break
+    for page in read_manifest(corpus):
+        try:
+            html = load_html(corpus, page.path)
+        except DecodeError as exc:
+            print(f"skipped {page.path}: {exc}", file=sys.stderr)
+            continue
+        try:
+            name = choose_stoplist(html, [p.text for p in fastjustext.paragraphs_of(html)])
+        except etree.ParserError:
+            name = None
+        pages.append((page.path, html, stoplist(name) if name else union_stoplist()))
+        if limit is not None and len(pages) >= limit:
+            break
     return pages
 
 
