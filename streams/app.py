@@ -1,48 +1,43 @@
-"""The Faust app: topics, tables and the agents that move data between partitions.
+"""The Faust app: its topics and tables, and the agents, timers and pages registered on them.
 
-    pages.fetched --fingerprint--> neardup.gather (by URL) --gather--> neardup.probes (by bucket)
-    neardup.probes --index--> neardup.gather (answers for the page, revisions for worse pages)
-    neardup.gather --gather--> dedup.decisions, neardup.hosts (by host) --hosts--> frontier.host-signals
+What each agent does lives in `streams.agents`, the web views in `streams.web`; this module only
+wires them. Every stateful agent runs at concurrency 1 on its own partitions. Delivery is
+at-least-once: sends go out at once, the producer is flushed before offsets are committed, and
+every state change is idempotent and monotone, so a replay re-sends at most equal messages.
 
-Every stateful agent runs at concurrency 1 on its own partitions, reads and writes only the
-tables of the partition it is processing, and does what neardup_core says. Delivery is
-at-least-once: sends go out at once (`force=True`; Faust would otherwise hold them until the
-source offset commits, a commit interval per hop), the producer is flushed before offsets are
-committed, and every state change is idempotent and monotone, so a replay re-sends at most
-equal messages.
+`create_app` asks the broker nothing: the worker command reads the partition count of the
+internal topics first (`streams.admin.internal_partitions`) and passes it in.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import logging
-import time
-from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 import faust
 from aiokafka.helpers import create_ssl_context
-from faust.transport.producer import ProducerBuffer
+from faust.types import ProducerT, TableT, TopicT
 
-from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
-from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import Rejected, fingerprint_event
-from neardup_core.hosts.tracker import HostTracker
-from neardup_core.index.bucket import Answer, probe_bucket
-from streams import metrics, records
-from streams.admin import internal_partitions
+from streams.agents import Agents, Tables, Topics
+from streams.metrics import measure_lag
 from streams.settings import Settings
-from streams.stores import STORE_URL, PartitionView
+from streams.stores import STORE_URL
 from streams.topics import table_names
+from streams.web import add_pages
 
-log = logging.getLogger("neardup")
-RAW = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
-RAW_TABLE = {"key_type": bytes, "value_type": bytes}  # bytes types make Faust use the raw codec
+# Faust pauses the stream to flush table changelogs whenever more than `max_messages` (100) wait;
+# every event here writes a table, so that pause came at nearly every event.
+PRODUCER_BUFFER_MESSAGES = 5000
+TABLE_CACHE_BYTES = 32 * 1024 * 1024  # RocksDB block cache per partition store of the small tables
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class NeardupApp(faust.App):
+    """A Faust app whose producer buffers up to `PRODUCER_BUFFER_MESSAGES` before the stream waits
+    for it (set on this app's producer, not on Faust's `ProducerBuffer` class)."""
+
+    def _new_producer(self) -> ProducerT:
+        producer = super()._new_producer()
+        producer.buffer.max_messages = PRODUCER_BUFFER_MESSAGES
+        return producer
 
 
 def broker_credentials(settings: Settings) -> Any:
@@ -63,18 +58,22 @@ def broker_credentials(settings: Settings) -> Any:
     return faust.SSLCredentials(ssl_context)
 
 
-def create_app(settings: Settings) -> faust.App:
-    # Faust pauses the stream to flush table changelogs whenever more than 100 wait; every event
-    # here writes a table, so that pause came at nearly every event.
-    ProducerBuffer.max_messages = 5000
-    partitions = internal_partitions(settings)
-    core = settings.core
-    design = core.design
-    gather = Gather(core)
-    pool: Executor | None = (ProcessPoolExecutor(settings.extract_processes)
-                             if settings.extract_processes > 0 else None)
+def raw_topic(app: faust.App, name: str, partitions: int | None = None) -> TopicT:
+    """A topic of raw bytes keys and values (`streams.records` and `neardup_core.messages` encode them)."""
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                     partitions=partitions)
 
-    app = faust.App(
+
+def raw_table(app: faust.App, name: str, partitions: int, *, store: str | None = None,
+              options: dict[str, Any] | None = None) -> TableT[bytes, bytes]:
+    """A table of bytes keys and values (bytes types make Faust use the raw codec); `store` None is
+    the app's (`rocksdb://`)."""
+    return app.Table(name, partitions=partitions, store=store, options=options, key_type=bytes, value_type=bytes)
+
+
+def create_app(settings: Settings, partitions: int) -> faust.App:
+    """The worker's app, with `partitions` partitions of every internal topic and table."""
+    app = NeardupApp(
         settings.app_id,
         broker=[f"kafka://{b.strip()}" for b in settings.broker.split(",")],
         broker_credentials=broker_credentials(settings),
@@ -94,174 +93,34 @@ def create_app(settings: Settings) -> faust.App:
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 4),
         consumer_group_instance_id=settings.group_instance_id or None,
     )
-    fetched = app.topic(settings.topic("pages.fetched"), **RAW)
-    gather_topic = app.topic(settings.topic("neardup.gather"), partitions=partitions, **RAW)
-    probes_topic = app.topic(settings.topic("neardup.probes"), partitions=partitions, **RAW)
-    hosts_topic = app.topic(settings.topic("neardup.hosts"), partitions=partitions, **RAW)
-    decisions_topic = app.topic(settings.topic("dedup.decisions"), **RAW)
-    signals_topic = app.topic(settings.topic("frontier.host-signals"), **RAW)
-    rejected_topic = app.topic(settings.topic("pages.rejected"), **RAW)
+    t = settings.topic
+    topics = Topics(
+        fetched=raw_topic(app, t("pages.fetched")),
+        gather=raw_topic(app, t("neardup.gather"), partitions),
+        probes=raw_topic(app, t("neardup.probes"), partitions),
+        hosts=raw_topic(app, t("neardup.hosts"), partitions),
+        decisions=raw_topic(app, t("dedup.decisions")),
+        signals=raw_topic(app, t("frontier.host-signals")),
+        rejected=raw_topic(app, t("pages.rejected")),
+    )
+    small = {"block_cache_size": TABLE_CACHE_BYTES}
+    index_options = {"block_cache_size": settings.index_cache_mb << 20,
+                     "prefix_bytes": settings.core.design.prefix_bytes}
+    tables = Tables(
+        urls=raw_table(app, "urls", partitions, options=small),
+        pending=raw_table(app, "pending", partitions, store=STORE_URL, options=small),
+        index=raw_table(app, table_names(settings)[-1], partitions, store=STORE_URL, options=index_options),
+        hosts=raw_table(app, "hosts", partitions, options=small),
+    )
+    agents = Agents(topics, tables, settings.core, partitions=partitions,
+                    extract_processes=settings.extract_processes)
 
-    table_options = {"block_cache_size": 32 * 1024 * 1024}
-    urls = app.Table("urls", partitions=partitions, options=table_options, **RAW_TABLE)
-    pending = app.Table("pending", partitions=partitions, store=STORE_URL, options=table_options, **RAW_TABLE)
-    index = app.Table(table_names(settings)[-1], partitions=partitions, store=STORE_URL,
-                      options={**table_options, "block_cache_size": settings.index_cache_mb << 20,
-                               "prefix_bytes": design.prefix_bytes},
-                      **RAW_TABLE)
-    host_state = app.Table("hosts", partitions=partitions, options=table_options, **RAW_TABLE)
-    received: dict[bytes, float] = {}  # when a fetch reached the gather stage, for the latency metric
-
-    async def reject(event: Any, rejected: Rejected) -> None:
-        msg = event.message
-        metrics.REJECTS.labels(rejected.stage).inc()
-        rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
-        await rejected_topic.send(force=True, key=msg.key, value=rejection.to_json())
-
-    @app.agent(fetched, concurrency=1)
-    async def fingerprint_agent(stream: faust.StreamT) -> None:
-        """Stateless: validate and fingerprint in the process pool, a batch at a time."""
-        loop = asyncio.get_running_loop()
-        async for events in stream.take_events(64, within=0.1):
-            jobs = []
-            for event in events:
-                msg = event.message
-                ts = int(msg.timestamp * 1000) if msg.timestamp else None
-                job = functools.partial(fingerprint_event, msg.value or b"", key=msg.key, timestamp_ms=ts,
-                                        settings=core)
-                jobs.append(loop.run_in_executor(pool, job))
-            results = await asyncio.gather(*jobs)
-            for event, result in zip(events, results, strict=True):
-                metrics.PAGES.inc()
-                if isinstance(result, Fetch):
-                    await gather_topic.send(force=True, key=result.url.encode(), value=records.encode_gather(result))
-                else:
-                    await reject(event, result)
-
-    async def publish(published: list[Published]) -> None:
-        for d, before in published:
-            metrics.DECISIONS.labels(d.verdict).inc()
-            if d.revision > 1:
-                metrics.REVISIONS.inc()
-            key = d.url.encode()
-            if d.complete and key in received:
-                metrics.DECISION_SECONDS.observe(time.monotonic() - received.pop(key))
-            await decisions_topic.send(force=True, key=key, value=d.to_json())
-            await hosts_topic.send(force=True, key=d.host.encode(), value=records.encode_host_change(d, before))
-
-    # deadlines this process wrote: a page's answers mostly leave its deadline as it was, and one
-    # write (with its changelog record) per page is enough; after a restart every one is rewritten
-    # once, in case the crash lost a changelog record the local store kept
-    written_deadlines: dict[bytes, bytes] = {}
-
-    @app.on_partitions_revoked.connect
-    async def forget_deadlines(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        """Another worker may change a partition's deadlines while it is away from this one."""
-        written_deadlines.clear()
-
-    def track_pending(key: bytes, state: UrlState) -> None:
-        deadline = gather.awaiting(state)
-        if deadline is not None:
-            value = deadline.to_bytes(8, "big")
-            if written_deadlines.get(key) != value:
-                pending[key] = written_deadlines[key] = value
-        else:
-            written_deadlines.pop(key, None)
-            if pending.get(key) is not None:
-                del pending[key]
-
-    @app.agent(gather_topic, concurrency=1)
-    async def gather_agent(stream: faust.StreamT) -> None:
-        """Per URL: start probe rounds, merge answers and revisions, publish decisions."""
-        async for event in stream.events():
-            message = records.decode_gather(event.message.value)
-            if isinstance(message, int):
-                await on_tick(event.message.partition, message)
-                continue
-            key = event.message.key
-            states = UrlStates(PartitionView(urls, event.message.partition))
-            url = key.decode()
-            state = states.load(url)
-            now = now_ms()
-            if isinstance(message, Fetch):
-                received.setdefault(key, time.monotonic())
-                probes, decisions = gather.on_fetch(state, message, now)
-                for probe in probes:
-                    await probes_topic.send(force=True, key=probe.lo, value=records.encode_probe(probe))
-            elif isinstance(message, Answer):
-                decisions = gather.on_answer(state, message, now)
-            else:
-                decisions = gather.on_revision(state, message, now)
-            states.save(url, state)
-            track_pending(key, state)
-            await publish(decisions)
-
-    async def on_tick(partition: int, tick_ms: int) -> None:
-        """Decide overdue pages of this partition provisionally (inside the stream, so tables are writable)."""
-        due = [key for key, deadline in pending.data.scan(partition, b"", b"\xff" * 8)
-               if int.from_bytes(deadline, "big") <= tick_ms]
-        metrics.PENDING.set(sum(1 for _ in pending.data.scan(partition, b"", b"\xff" * 8)))
-        states = UrlStates(PartitionView(urls, partition))
-        for key in due:
-            state = states.load(key.decode())
-            decisions = gather.on_tick(state, tick_ms)
-            states.save(key.decode(), state)
-            del pending[key]
-            written_deadlines.pop(key, None)
-            await publish(decisions)
-
-    @app.agent(probes_topic, concurrency=1)
-    async def index_agent(stream: faust.StreamT) -> None:
-        """Per bucket: look up, insert, answer the page and revise the worse pages found."""
-        async for event in stream.events():
-            probe = records.decode_probe(event.message.value)
-            started = time.perf_counter()
-            answer, revisions = probe_bucket(PartitionView(index, event.message.partition), probe, design, settings.k)
-            metrics.PROBE_SECONDS.observe(time.perf_counter() - started)
-            metrics.PROBES.inc()
-            await gather_topic.send(force=True, key=answer.url.encode(), value=records.encode_gather(answer))
-            for revision in revisions:
-                await gather_topic.send(force=True, key=revision.url.encode(), value=records.encode_gather(revision))
-
-    @app.agent(hosts_topic, concurrency=1)
-    async def hosts_agent(stream: faust.StreamT) -> None:
-        """Per host: move the page between counts, emit a signal when the penalty crosses a threshold."""
-        async for event in stream.events():
-            decision, before = records.decode_host_change(event.message.value)
-            tracker = HostTracker(PartitionView(host_state, event.message.partition), core.host_policy)
-            signals = tracker.observe(decision, before)
-            for signal in signals:
-                await signals_topic.send(force=True, key=signal.host.encode(), value=signal.to_json())
-
-    @app.timer(interval=settings.tick_interval_s, on_leader=True)
-    async def send_ticks() -> None:
-        tick = records.encode_gather(now_ms())
-        for partition in range(partitions):
-            await gather_topic.send(force=True, key=None, value=tick, partition=partition)
-
-    @app.timer(interval=10.0)
-    async def measure_lag() -> None:
-        """Per assigned partition: the highwater minus the consumer's position."""
-        consumer = app.consumer
-        for tp in consumer.assignment():
-            try:
-                position = await consumer.position(tp)
-                highwater = consumer.highwater(tp)
-            except Exception:  # the partition may be revoked while we look
-                continue
-            if position is not None and highwater is not None:
-                metrics.LAG.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
-
-    @app.page("/metrics")
-    async def metrics_page(web: Any, request: Any) -> Any:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-        return web.bytes(generate_latest(metrics.REGISTRY), content_type=CONTENT_TYPE_LATEST.split(";")[0])
-
-    @app.page("/health")
-    async def health_page(web: Any, request: Any) -> Any:
-        assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in app.consumer.assignment()) if app.consumer else []
-        return web.json({"status": "ok", "app_id": settings.app_id, "design": design.name, "k": settings.k,
-                         "partitions": partitions, "assigned": assigned})
-
+    app.agent(topics.fetched, concurrency=1)(agents.fingerprint)
+    app.agent(topics.gather, concurrency=1)(agents.gather)
+    app.agent(topics.probes, concurrency=1)(agents.index)
+    app.agent(topics.hosts, concurrency=1)(agents.hosts)
+    app.on_partitions_revoked.connect(agents.forget_deadlines)
+    app.timer(interval=settings.tick_interval_s, on_leader=True)(agents.send_ticks)
+    app.timer(interval=10.0)(measure_lag)
+    add_pages(app, settings, partitions)
     return app

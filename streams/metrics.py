@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from faust.types import AppT
 
 REGISTRY = CollectorRegistry()
 PAGES = Counter("neardup_pages_total", "Fetched-page events read", registry=REGISTRY)
@@ -20,3 +25,16 @@ DECISION_SECONDS = Histogram("neardup_decision_seconds",
 PENDING = Gauge("neardup_pending_pages", "Pages of this worker waiting for probe answers", registry=REGISTRY)
 LAG = Gauge("neardup_consumer_lag", "Messages not yet read, per topic partition", ["topic", "partition"],
             registry=REGISTRY)
+
+
+async def measure_lag(app: AppT) -> None:
+    """A timer: per assigned partition, the highwater minus the consumer's position."""
+    consumer = app.consumer
+    for tp in consumer.assignment():
+        try:
+            position = await consumer.position(tp)
+            highwater = consumer.highwater(tp)
+        except Exception:  # the partition may be revoked while we look
+            continue
+        if position is not None and highwater is not None:
+            LAG.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from faust.stores import STORES
 from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
+from faust.types import TableT
 
 from neardup_core.store.rocks import add_prefix_filters, range_items
 
@@ -73,10 +74,22 @@ class PrefixRocksStore(RocksDBStore):
 STORES["neardup-rocks"] = "streams.stores:PrefixRocksStore"
 
 
+class RangeScan(Protocol):
+    """A table store that can scan a key range of one partition (`PrefixRocksStore`)."""
+
+    def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]: ...
+
+
+def scan_partition(table: TableT[bytes, bytes], partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Items of one partition of a table with lo <= key < hi, in key order; the table's store must
+    be a `RangeScan` (Faust types `table.data` as a plain mapping)."""
+    return cast(RangeScan, table.data).scan(partition, lo, hi)
+
+
 class PartitionView:
     """The `neardup_core.store.base.Store` protocol over one partition of a Faust table."""
 
-    def __init__(self, table: Any, partition: int) -> None:
+    def __init__(self, table: TableT[bytes, bytes], partition: int) -> None:
         self.table = table
         self.partition = partition
 
@@ -90,4 +103,4 @@ class PartitionView:
         del self.table[key]
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        return self.table.data.scan(self.partition, lo, hi)
+        return scan_partition(self.table, self.partition, lo, hi)

@@ -46,10 +46,11 @@ def worker(
     """Run a Faust worker (NEARDUP_BROKER, NEARDUP_DATA_DIR, NEARDUP_WEB_PORT)."""
     from faust.worker import Worker
 
+    from streams.admin import internal_partitions
     from streams.app import create_app
 
     settings = load()
-    faust_app = create_app(settings)
+    faust_app = create_app(settings, internal_partitions(settings))  # the partitions of the topics on the broker
     Worker(faust_app, loglevel=loglevel).execute_from_commandline()
 
 
