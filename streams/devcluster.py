@@ -1,0 +1,554 @@
+"""A local dev cluster: a `deploy/local-kafka` broker, one neardup app on it, and its worker processes.
+
+What `neardup demo`, the integration and reliability tests and `bench/bench_stream.py` share:
+
+- a broker: `start_broker(dir)` runs `deploy/local-kafka start --port 0 --dir DIR` and returns its
+  address, `stop_broker(dir)` stops it; `missing_prerequisites()` says why none can start here (no
+  checkout, no Java) before trying;
+- an app on a broker, `Cluster`: one topic prefix and Faust app id, its topics created as the workers
+  will see them, worker processes (`python -m streams.cli worker`, each in its own session, with its own
+  NEARDUP_DATA_DIR and NEARDUP_WEB_PORT, its output in `worker-NAME.log`), killed or stopped by process
+  group (the worker and its extraction pool), what they report on /health and /metrics, and a wait until
+  the group's assignment has settled;
+- publishing events to `pages.fetched` and reading a topic from its start until a condition holds;
+  `latest_by_url` folds decisions to the latest one per URL.
+
+A session, in the order it runs::
+
+    broker = start_broker(Path("/tmp/nd/kafka"))
+    cluster = Cluster(broker.bootstrap, "try1", Path("/tmp/nd/try1"))
+    cluster.create_topics()
+    cluster.start_worker("a")
+    cluster.wait_balanced()
+    cluster.publish(events)
+    decisions = cluster.read_until("dedup.decisions", all_complete({e["url"] for e in events}))
+    cluster.stop_all()
+    stop_broker(broker.dir)
+
+Failures raise `ClusterError` (or a subclass) with the worker logs' tails; callers turn them into test
+failures, exit messages or retries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from streams.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL_KAFKA = ROOT / "deploy" / "local-kafka"
+READY_LINE = "Kafka Server started"
+"""What the broker logs once it serves; `.ci/run` and the tests' summary show this line."""
+BALANCED_TOPICS = ("pages.fetched", "neardup.gather", "neardup.probes")
+"""The topics whose partitions a settled group holds between its workers."""
+BOOTSTRAP = re.compile(r"127\.0\.0\.1:\d+")
+FOREIGN_SIGNAL = re.compile(r"Signal received: (15|2|1) ")  # how mode logs SIGTERM, SIGINT, SIGHUP
+
+Decision = dict[str, Any]
+
+
+class ClusterError(RuntimeError):
+    """The dev cluster could not do what was asked; the message says what, with the logs that show why."""
+
+
+class BrokerUnavailable(ClusterError):
+    """No local broker can be started here: `deploy/local-kafka` or Java is missing."""
+
+
+class WorkerExited(ClusterError):
+    """A worker process ended while the cluster still counted on it."""
+
+    def __init__(self, name: str, returncode: int, log_tail: str, *, signalled: bool) -> None:
+        super().__init__(f"worker {name} exited with {returncode}\n{log_tail}")
+        self.name = name
+        self.returncode = returncode
+        self.signalled = signalled
+        """Its log says it got SIGTERM, SIGINT or SIGHUP: someone else stopped it (a shared machine)."""
+
+
+# --- ports and the broker ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def reachable(bootstrap: str, timeout_s: float = 5.0) -> bool:
+    """Whether the first of the bootstrap servers (`host:port,...`) accepts a TCP connection."""
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _java() -> str | None:
+    """The Java that `deploy/local-kafka` would run, looked up in the same order as the script does."""
+    explicit = os.environ.get("NEARDUP_KAFKA_JAVA")
+    if explicit:
+        return explicit
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java")
+
+
+def missing_prerequisites() -> str | None:
+    """Why `deploy/local-kafka` cannot start a broker here, or None when it can try.
+
+    Maven is needed only until the broker's jars are cached; when it is missing then, the script
+    says so and `start_broker` raises with that message."""
+    if not LOCAL_KAFKA.is_file():
+        return f"{LOCAL_KAFKA} is missing: the local broker needs a checkout of the repository"
+    if _java() is None:
+        return "no Java: deploy/local-kafka needs Java 17 and Maven"
+    return None
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A Kafka broker the cluster talks to: one `deploy/local-kafka` started in `dir`, or (`dir`
+    None) a running broker found elsewhere, e.g. named by an environment variable."""
+
+    bootstrap: str
+    dir: Path | None = None
+    startup: str = ""
+    """What `deploy/local-kafka start` wrote on standard error."""
+
+    @property
+    def local(self) -> bool:
+        return self.dir is not None
+
+    @property
+    def log(self) -> Path | None:
+        return self.dir / "kafka.log" if self.dir else None
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's JVM, while `deploy/local-kafka` runs it."""
+        try:
+            return int((self.dir / "kafka.pid").read_text()) if self.dir else None
+        except (OSError, ValueError):
+            return None
+
+    def started_lines(self) -> list[str]:
+        """The broker log's "Kafka Server started" lines (empty when there is no log)."""
+        try:
+            text = self.log.read_text(errors="replace") if self.log else ""
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if READY_LINE in line]
+
+
+def _local_kafka(*args: str) -> list[str]:
+    # run by this interpreter: the script needs only the standard library, and no exec bit or PATH
+    return [sys.executable, str(LOCAL_KAFKA), *args]
+
+
+def start_broker(directory: Path, *, echo: bool = False, timeout_s: float = 900.0) -> Broker:
+    """Starts a broker on a free port with its state in `directory` and returns once it serves.
+
+    `echo` copies the script's progress (standard error) to ours as it comes, e.g. the first run's
+    Maven fetch; it is kept in `Broker.startup` either way. On Ctrl-C or a timeout the script is
+    sent SIGTERM, on which it stops the broker it was starting. Raises `BrokerUnavailable` when the
+    prerequisites are missing and `ClusterError` when the start fails."""
+    problem = missing_prerequisites()
+    if problem:
+        raise BrokerUnavailable(problem)
+    proc = subprocess.Popen(_local_kafka("start", "--port", "0", "--dir", str(directory)), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    err: list[str] = []
+
+    def drain(stream: IO[str], into: list[str], copy: bool) -> None:
+        for line in stream:
+            into.append(line)
+            if copy:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [threading.Thread(target=drain, args=(proc.stdout, out, False), daemon=True),
+               threading.Thread(target=drain, args=(proc.stderr, err, echo), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        returncode = proc.wait(timeout=timeout_s)
+    except BaseException:  # the timeout, Ctrl-C, SIGTERM: leave no half-started broker behind
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+    finally:
+        for reader in readers:
+            reader.join(timeout=10)
+    stdout, stderr = "".join(out), "".join(err)
+    lines = stdout.strip().splitlines()
+    if returncode != 0 or not lines or not BOOTSTRAP.fullmatch(lines[-1]):
+        raise ClusterError(f"deploy/local-kafka start failed (exit {returncode}):\n{stdout}{stderr}")
+    return Broker(lines[-1], directory, stderr)
+
+
+def stop_broker(directory: Path, *, timeout_s: float = 120.0) -> None:
+    """Stops the broker of `directory` (nothing happens when none runs there)."""
+    if LOCAL_KAFKA.is_file():
+        subprocess.run(_local_kafka("stop", "--dir", str(directory)), stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=timeout_s, check=False)
+
+
+# --- decisions -----------------------------------------------------------------------------------------
+
+
+def keep_latest(latest: dict[str, Decision], decision: Decision) -> bool:
+    """Folds one decision into `latest` (URL -> its decision): it replaces the one kept when its
+    revision is at least as high, so of equal revisions the later message wins. Returns whether it did."""
+    old = latest.get(decision["url"])
+    if old is None or decision["revision"] >= old["revision"]:
+        latest[decision["url"]] = decision
+        return True
+    return False
+
+
+def latest_by_url(decisions: Iterable[Decision]) -> dict[str, Decision]:
+    """The decision with the highest revision per URL (ties: the later message)."""
+    latest: dict[str, Decision] = {}
+    for d in decisions:
+        keep_latest(latest, d)
+    return latest
+
+
+def all_complete(urls: set[str]) -> Callable[[list[Decision]], bool]:
+    """A `read_until` condition: every URL of `urls` has a latest decision, and it is complete."""
+
+    def done(decisions: list[Decision]) -> bool:
+        latest = latest_by_url(decisions)
+        return urls <= set(latest) and all(latest[u]["complete"] for u in urls)
+
+    return done
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message read back from a topic."""
+
+    key: bytes | None
+    value: bytes
+    timestamp_ms: int
+    partition: int
+    offset: int
+
+    def json(self) -> Decision:
+        value: Decision = orjson.loads(self.value)
+        return value
+
+
+# --- one app and its workers ---------------------------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    """One neardup app (topic prefix and Faust app id) on a broker, and its worker processes.
+
+    Workers run with a clean NEARDUP_* environment (none of the caller's settings leak in) from the
+    repository root, so `python -m streams.cli` is this checkout's; `inherit=True` runs them as if
+    started from the caller's shell instead: its NEARDUP_* settings and working directory (the demo,
+    where the user's settings are meant to apply). Either way each gets the cluster's broker, prefix and
+    app id, its own data dir and web port, and then `worker_env`."""
+
+    bootstrap: str
+    prefix: str
+    """The app's name: its Faust app id (and consumer group), and its topics' prefix `{prefix}.`."""
+    workdir: Path
+    """Worker data dirs (`data-NAME`) and logs (`worker-NAME.log`)."""
+    partitions: int = 8
+    worker_env: dict[str, str] = field(default_factory=dict)
+    inherit: bool = False
+    topic_prefix: str = ""
+    """The topics' prefix, when not `{prefix}.` (e.g. the NEARDUP_TOPIC_PREFIX the demo was given)."""
+    log_level: str = "info"
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    logs: dict[str, Path] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.topic_prefix = self.topic_prefix or f"{self.prefix}."
+
+    @property
+    def app_id(self) -> str:
+        return self.prefix
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+    @property
+    def settings(self) -> Settings:
+        """This process's settings (security included) with the cluster's broker, prefix and app id."""
+        return Settings(broker=self.bootstrap, topic_prefix=self.topic_prefix, app_id=self.app_id)
+
+    def env(self, name: str | None = None) -> dict[str, str]:
+        """The environment of worker `name` (None: of a command of the app, such as `topics create`)."""
+        env = dict(os.environ) if self.inherit else {k: v for k, v in os.environ.items()
+                                                       if not k.startswith("NEARDUP_")}
+        env.update({"NEARDUP_BROKER": self.bootstrap, "NEARDUP_TOPIC_PREFIX": self.topic_prefix,
+                    "NEARDUP_APP_ID": self.app_id, "PYTHONUNBUFFERED": "1"})
+        if name is not None:
+            env["NEARDUP_DATA_DIR"] = str(self.workdir / f"data-{name}")
+            env["NEARDUP_WEB_PORT"] = str(self.ports.setdefault(name, free_port()))
+        env.update(self.worker_env)
+        return env
+
+    @property
+    def cwd(self) -> Path | None:
+        return None if self.inherit else ROOT
+
+    def create_topics(self) -> None:
+        """`neardup topics create --partitions N` in the workers' environment, so the topics (Faust's
+        changelogs, named after the table design, among them) are those the workers will look for."""
+        cmd = [sys.executable, "-m", "streams.cli", "topics", "create", "--partitions", str(self.partitions)]
+        result = subprocess.run(cmd, cwd=self.cwd, env=self.env(), stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, timeout=180)
+        if result.returncode != 0:
+            raise ClusterError(f"neardup topics create failed (exit {result.returncode}):\n"
+                               f"{result.stdout}{result.stderr}")
+
+    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        """Starts worker `name` in a session of its own (a restart appends to its log and reuses its
+        data dir and port). Spelled `python -m streams.cli worker`, it is what `neardup worker` runs,
+        and a `pkill -f "neardup worker"` of someone else on a shared machine leaves it alone."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = self.workdir / f"worker-{name}.log"
+        self.logs[name] = log
+        with log.open("ab") as fh:
+            proc = subprocess.Popen([sys.executable, "-m", "streams.cli", "worker", "-l", self.log_level],
+                                    cwd=self.cwd, env=self.env(name), stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        self.workers[name] = proc
+        return proc
+
+    def kill_worker(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` to the worker's process group (it and its extraction pool) and waits for it."""
+        proc = self.workers.pop(name)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        proc.wait(timeout=60)
+
+    def stop_all(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM to every worker's process group at once, SIGKILL to those still running after
+        `timeout_s`, then SIGKILL to each group again for pool processes left behind by a fast exit."""
+        procs = list(self.workers.values())
+        for proc in procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=timeout_s)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.workers.clear()
+
+    def check_alive(self) -> None:
+        """Raises `WorkerExited` when a worker the cluster still runs has ended."""
+        for name, proc in self.workers.items():
+            if proc.poll() is not None:
+                text = self.logs[name].read_text(errors="replace")
+                raise WorkerExited(name, proc.returncode, self.log_tail(),
+                                   signalled=FOREIGN_SIGNAL.search(text) is not None)
+
+    def log_tail(self, lines: int = 60) -> str:
+        out = []
+        for name, path in self.logs.items():
+            text = path.read_text(errors="replace").splitlines()[-lines:] if path.exists() else []
+            out.append(f"--- worker {name} ({path}) ---\n" + "\n".join(text))
+        return "\n".join(out)
+
+    # --- what the workers report ------------------------------------------------------------------------
+
+    def _get(self, name: str, path: str, timeout_s: float) -> bytes:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[name]}{path}", timeout=timeout_s) as resp:
+            body: bytes = resp.read()
+            return body
+
+    def health(self, name: str) -> dict[str, Any] | None:
+        """Worker `name`'s /health page, or None while it does not answer."""
+        try:
+            health: dict[str, Any] = orjson.loads(self._get(name, "/health", 5))
+            return health
+        except (OSError, ValueError):
+            return None
+
+    def assignment(self, name: str) -> set[str] | None:
+        """The `topic:partition`s worker `name` reports on /health, or None while it does not answer."""
+        health = self.health(name)
+        try:
+            return set(health["assigned"]) if health is not None else None
+        except (KeyError, TypeError):
+            return None
+
+    def metrics(self, name: str) -> dict[str, float]:
+        """Worker `name`'s Prometheus samples: `name{label=value,...}` (or just `name`) -> value."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(self._get(name, "/metrics", 10).decode()):
+            for s in family.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+                key = f"{s.name}{{{labels}}}" if labels else s.name
+                out[key] = out.get(key, 0.0) + s.value
+        return out
+
+    def metric(self, name: str, metric: str) -> float:
+        """The sum of one metric's samples (all labels) on worker `name`."""
+        return sum(v for k, v in self.metrics(name).items() if k.split("{", 1)[0] == metric)
+
+    def metrics_total(self) -> dict[str, float]:
+        """Prometheus samples summed over the workers that answer."""
+        out: dict[str, float] = {}
+        for name in self.workers:
+            try:
+                samples = self.metrics(name)
+            except OSError:
+                continue
+            for key, value in samples.items():
+                out[key] = out.get(key, 0.0) + value
+        return out
+
+    def _balanced(self, parts: dict[str, set[str] | None]) -> bool:
+        held = {name: p for name, p in parts.items() if p}
+        if len(held) != len(parts):
+            return False
+        source = self.topic("pages.fetched")
+        wanted = {f"{self.topic(t)}:{p}" for t in BALANCED_TOPICS for p in range(self.partitions)}
+        fetched = {name: [a for a in p if a.rsplit(":", 1)[0] == source] for name, p in held.items()}
+        flat = [a for owned in fetched.values() for a in owned]
+        return (wanted <= set().union(*held.values()) and len(flat) == len(set(flat)) == self.partitions
+                and all(fetched.values()))
+
+    def wait_balanced(self, names: list[str] | None = None, *, stable_s: float = 5.0,
+                      timeout_s: float = 180.0) -> float:
+        """Waits until the workers (default: all) have settled on an assignment and returns the seconds
+        it took: every worker answers /health and holds partitions of pages.fetched, each of those is
+        held by exactly one worker, together they hold every partition of the internal topics, and the
+        assignment has not changed for `stable_s`. (Publishing into a rebalance is what the kill test is
+        for.)"""
+        names = list(self.workers) if names is None else names
+        t0 = time.monotonic()
+        stable_since, last = 0.0, None
+        parts: dict[str, set[str] | None] = {}
+        while time.monotonic() - t0 < timeout_s:
+            self.check_alive()
+            parts = {name: self.assignment(name) for name in names}
+            if self._balanced(parts):
+                if parts != last:
+                    stable_since, last = time.monotonic(), parts
+                elif time.monotonic() - stable_since >= stable_s:
+                    return time.monotonic() - t0
+            else:
+                last = None
+            time.sleep(0.5)
+        raise ClusterError(f"workers {names} did not settle on an assignment in {timeout_s:.0f} s: "
+                           f"{ {n: sorted(p) if p else p for n, p in parts.items()} }\n{self.log_tail()}")
+
+    # --- publishing and reading back --------------------------------------------------------------------
+
+    def publish(self, events: Iterable[bytes | Decision], *, keys: Iterable[bytes | None] | None = None) -> int:
+        """Sends events to pages.fetched, each keyed by its `keys` entry, else by its URL when it is a
+        dict with one (as `neardup publish` does); returns how many, once all are delivered."""
+        from confluent_kafka import Producer
+
+        producer = Producer({**self.settings.confluent_config(), "linger.ms": 10, "message.max.bytes": 20_000_000})
+        key_list = list(keys) if keys is not None else None
+        topic = self.topic("pages.fetched")
+        n = 0
+        for i, event in enumerate(events):
+            raw = event if isinstance(event, bytes) else orjson.dumps(event)
+            if key_list is not None:
+                key = key_list[i]
+            else:
+                url = event.get("url") if isinstance(event, dict) else None
+                key = url.encode() if isinstance(url, str) else None
+            producer.produce(topic, value=raw, key=key)
+            producer.poll(0)
+            n += 1
+        left = producer.flush(60)
+        if left:
+            raise ClusterError(f"{left} of {n} events still undelivered to {topic} after 60 s")
+        return n
+
+    def follow(self, topic: str, on_record: Callable[[Record], None], done: Callable[[], bool], *,
+               settle_s: float = 3.0, timeout_s: float = 360.0, every: Callable[[], None] | None = None) -> None:
+        """Reads a topic of the app from its start (every partition, no consumer group), handing each
+        record with a value to `on_record`, until `done()` holds and nothing new came for `settle_s`.
+
+        After each batch: `every()` (the caller's progress and checks), then `done()`, then the workers
+        (`WorkerExited` when one ended). `ClusterError` after `timeout_s`."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        name = self.topic(topic)
+        consumer = Consumer({**self.settings.confluent_config(), "group.id": f"devcluster-{uuid.uuid4()}",
+                             "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+        count = 0
+        try:
+            meta = consumer.list_topics(name, timeout=20).topics.get(name)
+            if meta is None or meta.error is not None:
+                raise ClusterError(f"topic {name} is not on {self.bootstrap}: {meta.error if meta else 'absent'}")
+            consumer.assign([TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions])
+            deadline = time.monotonic() + timeout_s
+            last_new = time.monotonic()
+            while time.monotonic() < deadline:
+                for msg in consumer.consume(1000, timeout=0.2):
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() != KafkaError._PARTITION_EOF:
+                            raise ClusterError(f"reading {name}: {error}")
+                        continue
+                    value = msg.value()
+                    if value is not None:
+                        on_record(Record(msg.key(), value, msg.timestamp()[1], msg.partition() or 0,
+                                         msg.offset() or 0))
+                        count += 1
+                    last_new = time.monotonic()
+                if every is not None:
+                    every()
+                if done() and time.monotonic() - last_new >= settle_s:
+                    return
+                self.check_alive()
+        finally:
+            consumer.close()
+        raise ClusterError(f"timed out after {timeout_s:.0f} s reading {name}: {count} messages\n{self.log_tail()}")
+
+    def read_until(self, topic: str, done: Callable[[list[Decision]], bool], *, timeout_s: float = 360.0,
+                   settle_s: float = 3.0) -> list[Decision]:
+        """The messages of a topic of the app (JSON values, each with its record key under `_key`) from
+        its start, once `done(messages)` holds and nothing new came for `settle_s`."""
+        messages: list[Decision] = []
+        self.follow(topic, lambda r: messages.append(r.json() | {"_key": r.key}), lambda: done(messages),
+                    settle_s=settle_s, timeout_s=timeout_s)
+        return messages
