@@ -13,17 +13,16 @@ import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-if TYPE_CHECKING:
-    from .conftest import Broker
+from streams.devcluster import LOCAL_KAFKA
 
-LOCAL_KAFKA = Path(__file__).resolve().parents[2] / "deploy" / "local-kafka"
+if TYPE_CHECKING:
+    from streams.devcluster import Broker
 
 pytestmark = pytest.mark.timeout(300)
 

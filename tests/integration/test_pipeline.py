@@ -1,26 +1,18 @@
 """The partitioned pipeline on a real broker: decisions equal the oracle and `scan` (G1-G3),
-with one and two workers, any order, duplicate deliveries, a worker killed with SIGKILL, and bad
-input that goes to the dead letters while the good pages around it are decided."""
+with one and two workers, any order, duplicate deliveries, and bad input that goes to the dead
+letters while the good pages around it are decided. (A worker killed with SIGKILL mid-stream:
+tests/reliability.)"""
 
 from __future__ import annotations
 
 import base64
-import json
-import os
 import random
-import time
-from pathlib import Path
 
 import orjson
-import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.cli.scan import run_scan
-from streams.settings import Settings
-from tests.integration.pipeline import Pipeline, all_complete, latest_by_url, oracle_of, verdicts
-
-K = 3
-MAX_BODY = 200_000  # NEARDUP_MAX_BODY_BYTES of the test workers
+from streams.devcluster import Cluster, all_complete
+from tests.integration.checks import MAX_BODY, check_g1_g3
 
 
 def bad_events() -> list[tuple[bytes | None, bytes, str]]:
@@ -57,52 +49,7 @@ def bad_events() -> list[tuple[bytes | None, bytes, str]]:
     ]
 
 
-@pytest.fixture
-def pipeline(kafka_bootstrap: str, unique_prefix: str, tmp_path: Path):
-    p = Pipeline(kafka_bootstrap, unique_prefix, tmp_path)
-    p.create_topics()
-    yield p
-    p.stop_all()
-
-
-def dump_latest(latest: dict[str, dict]) -> None:
-    """With NEARDUP_TEST_DUMP_DIR set, the latest decision per URL (all fields but `decided_at`) goes to
-    `<dir>/<test>.json`: how a change is shown to leave the stream's decisions as they were."""
-    out = os.environ.get("NEARDUP_TEST_DUMP_DIR")
-    if out:
-        test = os.environ["PYTEST_CURRENT_TEST"].split("::")[-1].split(" ")[0]
-        rows = {u: {k: v for k, v in d.items() if k not in ("decided_at", "_key")} for u, d in latest.items()}
-        Path(out, f"{test}.json").write_text(json.dumps(rows, sort_keys=True, indent=0))
-
-
-def scan_decisions(delivered: list[dict], workdir: Path) -> dict[str, tuple]:
-    """What `neardup scan` decides for the events the stream got, in the order it got them:
-    `run_scan` itself, in this process, over a JSONL file of them."""
-    path, out = workdir / "scan-input.jsonl", workdir / "scan-decisions.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in delivered))
-    summary = run_scan(Settings(k=K), [path], state=workdir / "scan-state", out=out, progress=False)
-    assert summary.rejected == 0
-    return verdicts(latest_by_url([orjson.loads(line) for line in out.read_bytes().splitlines()]))
-
-
-def check_g1_g3(pipeline: Pipeline, events: list[dict], decisions: list[dict],
-                delivered: list[dict] | None = None) -> None:
-    latest = latest_by_url(decisions)
-    dump_latest(latest)
-    good_urls = {e["url"] for e in events}
-    assert set(latest) == good_urls, "G1: every input URL has a decision, and no other URL"
-    for url in good_urls:
-        revs = sorted(d["revision"] for d in decisions if d["url"] == url)
-        assert revs[-1] == max(revs)
-    expected = oracle_of(events, K)
-    got = verdicts(latest)
-    wrong = {u: (got[u], expected[u]) for u in good_urls if got[u] != expected[u]}
-    assert not wrong, f"G2: {len(wrong)} decisions differ from the oracle: {list(wrong.items())[:5]}"
-    assert got == scan_decisions(delivered or events, pipeline.workdir), "G3: scan gives the same decisions"
-    assert {v for v, _, _ in got.values()} >= {"unique", "near_duplicate", "exact_duplicate"}
-
-
-def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Pipeline) -> None:
+def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Cluster) -> None:
     events = generate_crawl(seed=11)
     bad = bad_events()
     pipeline.start_worker("a")
@@ -134,7 +81,7 @@ def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Pipeli
             assert m["penalty"] <= 0.1, m
 
 
-def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Pipeline) -> None:
+def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Cluster) -> None:
     events = generate_crawl(seed=12)
     rng = random.Random(5)
     delivery = events + rng.sample(events, len(events) // 5)
@@ -147,22 +94,3 @@ def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Pipeline) -> N
     check_g1_g3(pipeline, events, decisions, delivery)
     probes = {name: pipeline.metric(name, "neardup_probes_total") for name in ("a", "b")}
     assert all(n > 0 for n in probes.values()), f"both workers answer probes: {probes}"
-
-
-def test_worker_killed_mid_stream_and_restarted(pipeline: Pipeline) -> None:
-    events = generate_crawl(seed=13)
-    rng = random.Random(9)
-    rng.shuffle(events)
-    pipeline.start_worker("a")
-    pipeline.start_worker("b")
-    pipeline.wait_balanced(["a", "b"])
-    half = len(events) // 2
-    pipeline.publish(events[:half])
-    # wait until the pipeline is busy with the first half, then kill b without warning
-    pipeline.read_until("dedup.decisions", lambda msgs: len(msgs) >= half // 4, settle_s=0)
-    pipeline.kill_worker("b")
-    pipeline.publish(events[half:])
-    time.sleep(3)
-    pipeline.start_worker("b")
-    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=360)
-    check_g1_g3(pipeline, events, decisions)

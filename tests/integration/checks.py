@@ -1,0 +1,79 @@
+"""What the stream tests (tests/integration, tests/reliability) run their workers with and check their
+decisions against: the test workers' settings, the brute-force oracle, `neardup scan`, and G1-G3."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import fingerprint_event
+from neardup_core.testing.oracle import oracle_from_fetches
+from streams.cli.scan import run_scan
+from streams.devcluster import Cluster, latest_by_url
+from streams.settings import Settings
+
+K = 3
+MAX_BODY = 200_000  # NEARDUP_MAX_BODY_BYTES of the test workers
+WORKER_ENV = {
+    "NEARDUP_MAX_BODY_BYTES": str(MAX_BODY),
+    "NEARDUP_SESSION_TIMEOUT_S": "20",
+    "NEARDUP_TICK_INTERVAL_S": "1",
+    "NEARDUP_DECISION_TIMEOUT_S": "120",
+    "NEARDUP_EXTRACT_PROCESSES": "1",
+}
+
+
+def fetches_of(events: Iterable[dict[str, Any]]) -> list[Fetch]:
+    """The fingerprinted pages of the good events (the rejected ones are left out)."""
+    return [f for e in events if isinstance(f := fingerprint_event(orjson.dumps(e)), Fetch)]
+
+
+def oracle_of(events: list[dict[str, Any]], k: int = 3) -> dict[str, tuple[Any, ...]]:
+    return oracle_from_fetches(fetches_of(events), k)
+
+
+def verdicts(latest: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    return {u: (d["verdict"], d["duplicate_of"], d["distance"]) for u, d in latest.items()}
+
+
+def dump_latest(latest: dict[str, dict[str, Any]]) -> None:
+    """With NEARDUP_TEST_DUMP_DIR set, the latest decision per URL (all fields but `decided_at`) goes to
+    `<dir>/<test>.json`: how a change is shown to leave the stream's decisions as they were."""
+    out = os.environ.get("NEARDUP_TEST_DUMP_DIR")
+    if out:
+        test = os.environ["PYTEST_CURRENT_TEST"].split("::")[-1].split(" ")[0]
+        rows = {u: {k: v for k, v in d.items() if k not in ("decided_at", "_key")} for u, d in latest.items()}
+        Path(out, f"{test}.json").write_text(json.dumps(rows, sort_keys=True, indent=0))
+
+
+def scan_decisions(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, tuple[Any, ...]]:
+    """What `neardup scan` decides for the events the stream got, in the order it got them:
+    `run_scan` itself, in this process, over a JSONL file of them."""
+    path, out = workdir / "scan-input.jsonl", workdir / "scan-decisions.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in delivered))
+    summary = run_scan(Settings(k=K), [path], state=workdir / "scan-state", out=out, progress=False)
+    assert summary.rejected == 0
+    return verdicts(latest_by_url([orjson.loads(line) for line in out.read_bytes().splitlines()]))
+
+
+def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list[dict[str, Any]],
+                delivered: list[dict[str, Any]] | None = None) -> None:
+    latest = latest_by_url(decisions)
+    dump_latest(latest)
+    good_urls = {e["url"] for e in events}
+    assert set(latest) == good_urls, "G1: every input URL has a decision, and no other URL"
+    for url in good_urls:
+        revs = sorted(d["revision"] for d in decisions if d["url"] == url)
+        assert revs[-1] == max(revs)
+    expected = oracle_of(events, K)
+    got = verdicts(latest)
+    wrong = {u: (got[u], expected[u]) for u in good_urls if got[u] != expected[u]}
+    assert not wrong, f"G2: {len(wrong)} decisions differ from the oracle: {list(wrong.items())[:5]}"
+    assert got == scan_decisions(delivered or events, pipeline.workdir), "G3: scan gives the same decisions"
+    assert {v for v, _, _ in got.values()} >= {"unique", "near_duplicate", "exact_duplicate"}
