@@ -277,6 +277,24 @@ def code_state() -> str:
     return f"commit {head}" + (f", uncommitted changes in {', '.join(files)}" if files else ", clean")
 
 
+def package_versions(packages: Iterable[str]) -> str:
+    """`name version, ...` of the installed packages among `packages` (the others are left out)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in packages:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(found)
+
+
+def say(msg: str) -> None:
+    """A progress line on standard error, with the time of day (the tables go to standard output)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 def print_machine() -> None:
     info = machine()
     print(f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']} RAM, Python {info['python']}, "
