@@ -8,9 +8,10 @@
 per-process bookkeeping (deadlines written, when a fetch reached the gather stage).
 `streams.app` registers each method as an agent (concurrency 1), a timer or a signal receiver.
 
-Every send goes out at once (`force=True`): Faust would otherwise hold it until the source offset
-commits, a commit interval per hop. Table reads and writes touch only the partition of the event
-being processed (`PartitionView`), which is what Faust's changelogs assume.
+Every send goes out at once (`force=True`): with Faust's `stream_publish_on_commit` a send made
+while an event is processed would wait until that event's offset commits, a commit interval per
+hop. Table reads and writes touch only the partition of the event being processed
+(`PartitionView`), which is what Faust's changelogs assume.
 """
 
 from __future__ import annotations

@@ -1,0 +1,368 @@
+"""The worker's agents, wired by `create_app`, in this process and without a broker
+(`tests/functional/memory_kafka.py`): pages through fingerprint -> gather -> index -> gather, the
+decisions, revisions, dead letters, ticks and host signals they publish."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import multiprocessing
+import random
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import faust
+import orjson
+import pytest
+from faust.transport.producer import ProducerBuffer
+from faust.types import TP
+
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import fingerprint_event
+from neardup_core.index.bucket import probes_for
+from neardup_core.testing.oracle import oracle_from_fetches
+from neardup_core.testing.synthetic import generate_crawl_with_truth
+from neardup_core.timefmt import ms_to_rfc3339
+from streams import metrics, records
+from streams.agents import Agents
+from streams.app import PRODUCER_BUFFER_MESSAGES, create_app
+from streams.settings import Settings
+from streams.stores import PrefixRocksStore
+from tests.functional.memory_kafka import MemoryKafka
+
+T = TypeVar("T")
+PARTITIONS = 3
+PREFIX = "t."
+FETCHED, GATHER, PROBES, HOSTS = (f"{PREFIX}{n}" for n in ("pages.fetched", "neardup.gather", "neardup.probes",
+                                                            "neardup.hosts"))
+DECISIONS, SIGNALS, REJECTED = (f"{PREFIX}{n}" for n in ("dedup.decisions", "frontier.host-signals",
+                                                          "pages.rejected"))
+
+
+def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
+    return Settings(**{"broker": "127.0.0.1:9", "topic_prefix": PREFIX, "app_id": "neardup-agents-test",
+                       "data_dir": tmp_path / "data", "extract_processes": 0, **overrides})
+
+
+def in_memory(settings: Settings, scenario: Callable[[MemoryKafka], Awaitable[T]],
+              partitions: int = PARTITIONS) -> T:
+    """Run `scenario` against a fresh app's agents; its result."""
+
+    async def main() -> T:
+        kafka = MemoryKafka(create_app(settings, partitions), partitions)
+        async with kafka.running():
+            return await scenario(kafka)
+
+    return asyncio.run(main())
+
+
+def agents_of(kafka: MemoryKafka) -> Agents:
+    """The `Agents` whose methods the app runs."""
+    owner = kafka.app.agents["streams.agents.gather"].fun.__self__  # type: ignore[attr-defined]
+    assert isinstance(owner, Agents)
+    return owner
+
+
+def publish(kafka: MemoryKafka, event: dict[str, Any] | bytes, *, key: bytes | None = None,
+            timestamp: float | None = 1_780_000_000.0) -> None:
+    """A crawler's record on pages.fetched, keyed by URL unless `key` says otherwise."""
+    raw = event if isinstance(event, bytes) else orjson.dumps(event)
+    if key is None and isinstance(event, dict):
+        key = str(event["url"]).encode()
+    kafka.send(FETCHED, raw, key=key, timestamp=timestamp)
+
+
+def decisions(kafka: MemoryKafka) -> list[dict[str, Any]]:
+    return [orjson.loads(r.value) for r in kafka.records(DECISIONS) if r.value is not None]
+
+
+def latest(kafka: MemoryKafka) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for d in decisions(kafka):
+        if d["url"] not in out or d["revision"] >= out[d["url"]]["revision"]:
+            out[d["url"]] = d
+    return out
+
+
+def metric_values() -> dict[str, float]:
+    """The worker's counters now (the registry is the process's, shared by the tests)."""
+    names = [("neardup_pages_total", {}), ("neardup_probes_total", {}), ("neardup_revisions_total", {}),
+             ("neardup_decisions_total", {"verdict": "unique"}), ("neardup_rejects_total", {"stage": "validate"}),
+             ("neardup_decision_seconds_count", {})]
+    return {name: metrics.REGISTRY.get_sample_value(name, labels) or 0.0 for name, labels in names}
+
+
+ARTICLE = next(e for e, t in zip(*generate_crawl_with_truth(seed=5), strict=True) if t.kind == "original")
+
+
+def article(url: str, **fields: Any) -> dict[str, Any]:
+    """An event with the body of a generated news article, at `url`."""
+    return {"url": url, "body": ARTICLE["body"], "fetched_at": "2026-11-03T08:00:00Z",
+            "content_type": "text/html; charset=utf-8", **fields}
+
+
+def test_create_app_wires_without_a_broker_and_leaves_faust_classes_alone(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_admin(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("create_app asked the broker")
+
+    monkeypatch.setattr("confluent_kafka.admin.AdminClient", no_admin)
+    settings = settings_for(tmp_path)
+    app = create_app(settings, 5)  # (and nothing listens on 127.0.0.1:9)
+    assert ProducerBuffer.max_messages == 100
+    assert app.producer.buffer.max_messages == PRODUCER_BUFFER_MESSAGES
+    by_topic = {a.channel.get_topic_name(): a for a in app.agents.values()}  # type: ignore[attr-defined]
+    assert set(by_topic) == {FETCHED, GATHER, PROBES, HOSTS}
+    assert all(a.concurrency == 1 for a in by_topic.values())
+    tables = {name: cast(faust.Table, table) for name, table in app.tables.items()}
+    index, pending = tables[f"index-{settings.core.design.name}"].data, tables["pending"].data
+    assert isinstance(index, PrefixRocksStore) and index.prefix_bytes == settings.core.design.prefix_bytes
+    assert isinstance(pending, PrefixRocksStore) and not pending.prefix_bytes
+    assert tables["urls"].data.url.scheme == tables["hosts"].data.url.scheme == "rocksdb"
+    assert {t.partitions for t in tables.values()} == {5}
+
+
+def test_the_web_views_serve_metrics_and_health(tmp_path: Path) -> None:
+    class Consumer:
+        def assignment(self) -> set[TP]:
+            return {TP(GATHER, 1), TP(FETCHED, 0)}
+
+    async def views() -> tuple[Any, Any]:
+        app = create_app(settings_for(tmp_path), 5)
+        app.consumer = Consumer()  # type: ignore[assignment]  # what a started worker's consumer says
+        return await app.web.views["/metrics"].get(None), await app.web.views["/health"].get(None)
+
+    metrics_page, health_page = asyncio.run(views())
+    assert metrics_page.content_type == "text/plain" and b"neardup_pages_total" in metrics_page.body
+    health = orjson.loads(health_page.body)
+    settings = settings_for(tmp_path)
+    assert health == {"status": "ok", "app_id": settings.app_id, "design": settings.core.design.name, "k": 3,
+                      "partitions": 5, "assigned": [f"{GATHER}:1", f"{FETCHED}:0"]}  # sorted
+
+
+def test_a_page_goes_through_every_agent_and_is_decided_unique(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    event = article("https://news.example/story")
+
+    async def scenario(kafka: MemoryKafka) -> MemoryKafka:
+        publish(kafka, event)
+        await kafka.run()
+        return kafka
+
+    before = metric_values()
+    kafka = in_memory(settings, scenario)
+    fetch = fingerprint_event(orjson.dumps(event), settings=settings.core)
+    assert isinstance(fetch, Fetch) and fetch.simhash is not None and fetch.version is not None
+    probes = [records.decode_probe(r.value) for r in kafka.records(PROBES) if r.value]
+    assert sorted(p.lo for p in probes) == sorted(p.lo for p in probes_for(settings.core.design, fetch.version))
+    assert all(r.key == records.decode_probe(r.value).lo for r in kafka.records(PROBES) if r.value)
+    gathered = [records.decode_gather(r.value) for r in kafka.records(GATHER) if r.value]
+    assert len(gathered) == 1 + len(probes)  # the fetch, then one answer per probe
+    assert {r.partition for r in kafka.records(GATHER)} == {kafka.log.partition_for(event["url"].encode())}
+    [decision] = decisions(kafka)
+    assert decision["url"] == event["url"] and decision["host"] == "news.example"
+    assert (decision["verdict"], decision["duplicate_of"], decision["distance"]) == ("unique", None, None)
+    assert (decision["revision"], decision["complete"]) == (1, True)
+    assert decision["fetched_at"] == "2026-11-03T08:00:00.000Z"
+    assert decision["text_sha256"] == fetch.text_sha256 and decision["body_sha256"] == fetch.body_sha256
+    assert [r.key for r in kafka.records(DECISIONS)] == [event["url"].encode()]
+    [change] = kafka.records(HOSTS)
+    assert change.key == b"news.example"
+    assert records.decode_host_change(change.value or b"")[0].to_json() == kafka.records(DECISIONS)[0].value
+    assert not kafka.records(REJECTED)
+    after = metric_values()
+    assert {name: after[name] - before[name] for name in after} == {
+        "neardup_pages_total": 1, "neardup_probes_total": len(probes), "neardup_decisions_total": 1,
+        "neardup_revisions_total": 0, "neardup_rejects_total": 0, "neardup_decision_seconds_count": 1}
+
+
+def test_the_same_body_at_a_worse_url_is_an_exact_duplicate_of_the_first(tmp_path: Path) -> None:
+    best, worse = "https://news.example/story", "http://news.example/a/b/story?ref=feed"
+
+    async def scenario(kafka: MemoryKafka) -> dict[str, dict[str, Any]]:
+        publish(kafka, article(best))
+        await kafka.run()
+        publish(kafka, article(worse))
+        await kafka.run()
+        return latest(kafka)
+
+    got = in_memory(settings_for(tmp_path), scenario)
+    assert (got[best]["verdict"], got[best]["duplicate_of"]) == ("unique", None)
+    assert (got[worse]["verdict"], got[worse]["duplicate_of"], got[worse]["distance"]) == \
+        ("exact_duplicate", best, 0)
+    assert got[worse]["revision"] == 1 and got[worse]["complete"]
+
+
+def test_a_better_url_arriving_later_revises_the_first_decision(tmp_path: Path) -> None:
+    best, worse = "https://news.example/story", "http://news.example/a/b/story?ref=feed"
+
+    async def scenario(kafka: MemoryKafka) -> list[dict[str, Any]]:
+        publish(kafka, article(worse))
+        await kafka.run()
+        publish(kafka, article(best))
+        await kafka.run()
+        return decisions(kafka)
+
+    out = in_memory(settings_for(tmp_path), scenario)
+    of_worse = [(d["verdict"], d["duplicate_of"], d["revision"]) for d in out if d["url"] == worse]
+    assert of_worse == [("unique", None, 1), ("exact_duplicate", best, 2)]
+    assert [(d["verdict"], d["revision"]) for d in out if d["url"] == best] == [("unique", 1)]
+
+
+def test_a_malformed_event_is_rejected_with_its_reason_stage_and_bytes(tmp_path: Path) -> None:
+    bad = b'{"url": "https://bad.example/x", "body": '
+    too_big = orjson.dumps({"url": "https://bad.example/big", "body": "x" * 6000})
+
+    good = article("https://news.example/story")
+
+    async def scenario(kafka: MemoryKafka) -> MemoryKafka:
+        kafka.send(FETCHED, orjson.dumps(good), key=good["url"].encode(), partition=1)
+        kafka.send(FETCHED, bad, key=b"https://bad.example/x", partition=1)  # offset 1 of partition 1
+        kafka.send(FETCHED, too_big, key=b"https://bad.example/big", partition=2)
+        publish(kafka, article("https://news.example/after"))  # the agent goes on
+        await kafka.run()
+        return kafka
+
+    kafka = in_memory(settings_for(tmp_path, max_body_bytes=5000), scenario)
+    rejected = {r.key: orjson.loads(r.value) for r in kafka.records(REJECTED) if r.value}
+    assert set(rejected) == {b"https://bad.example/x", b"https://bad.example/big"}
+    notjson = rejected[b"https://bad.example/x"]
+    assert "not JSON" in notjson["error"] and notjson["stage"] == "validate"
+    assert (notjson["topic"], notjson["partition"], notjson["offset"]) == (FETCHED, 1, 1)
+    assert base64.b64decode(notjson["raw_b64"]) == bad
+    big = rejected[b"https://bad.example/big"]
+    assert "cap" in big["error"] and big["stage"] == "validate"
+    assert (big["topic"], big["partition"], big["offset"]) == (FETCHED, 2, 0)
+    assert base64.b64decode(big["raw_b64"]) == too_big
+    got = latest(kafka)
+    assert set(got) == {good["url"], "https://news.example/after"}, "no decision for a rejected event"
+    assert sorted((d["verdict"], d["duplicate_of"]) for d in got.values()) == \
+        [("exact_duplicate", "https://news.example/after"), ("unique", None)]  # the same body; the URL decides
+
+
+def test_an_event_without_fetched_at_is_decided_at_its_record_timestamp(tmp_path: Path) -> None:
+    event = article("https://news.example/story")
+    del event["fetched_at"]
+
+    async def scenario(kafka: MemoryKafka) -> dict[str, dict[str, Any]]:
+        publish(kafka, event, timestamp=1_780_000_123.456)
+        await kafka.run()
+        return latest(kafka)
+
+    got = in_memory(settings_for(tmp_path), scenario)
+    assert got[event["url"]]["fetched_at"] == ms_to_rfc3339(1_780_000_123_456) == "2026-05-28T20:28:43.456Z"
+    assert got[event["url"]]["verdict"] == "unique"
+
+
+def test_a_tick_past_the_deadline_decides_provisionally_and_late_answers_complete_it(tmp_path: Path) -> None:
+    event = article("https://news.example/story")
+
+    async def scenario(kafka: MemoryKafka) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]], int]:
+        agents = agents_of(kafka)
+        publish(kafka, event)
+        await kafka.run(hold=[PROBES])  # the probes wait; the page waits for their answers
+        assert not decisions(kafka) and len(agents.written_deadlines) == 1
+        await asyncio.sleep(0.05)  # past the deadline (decision timeout 10 ms)
+        await agents.send_ticks()
+        ticks = [r.partition for r in kafka.records(GATHER) if r.key is None]
+        await kafka.run(hold=[PROBES])
+        provisional = decisions(kafka)
+        waiting = len(agents.written_deadlines)
+        await kafka.run()  # the answers come after all
+        return provisional, waiting, decisions(kafka), len(ticks) if sorted(ticks) == [0, 1, 2] else -1
+
+    provisional, waiting, final, ticks = in_memory(settings_for(tmp_path, decision_timeout_s=0.01), scenario)
+    assert ticks == PARTITIONS, "one tick per gather partition"
+    assert [(d["verdict"], d["complete"], d["revision"]) for d in provisional] == [("unique", False, 1)]
+    assert waiting == 0
+    assert [(d["verdict"], d["complete"], d["revision"]) for d in final] == \
+        [("unique", False, 1), ("unique", True, 2)]
+
+
+def test_revoked_partitions_forget_the_deadlines_written(tmp_path: Path) -> None:
+    async def scenario(kafka: MemoryKafka) -> tuple[int, int]:
+        publish(kafka, article("https://news.example/story"))
+        await kafka.run(hold=[PROBES])
+        before = len(agents_of(kafka).written_deadlines)
+        await kafka.app.on_partitions_revoked.send(set())
+        return before, len(agents_of(kafka).written_deadlines)
+
+    assert in_memory(settings_for(tmp_path), scenario) == (1, 0)
+
+
+def test_a_trap_host_gets_a_signal_with_its_penalty(tmp_path: Path) -> None:
+    urls = [f"https://trap.example/calendar?day={i}&sid={i * 7919 % 1000}" for i in range(40)]
+
+    async def scenario(kafka: MemoryKafka) -> list[dict[str, Any]]:
+        for url in urls:
+            publish(kafka, article(url))
+        await kafka.run()
+        return [orjson.loads(r.value) for r in kafka.records(SIGNALS) if r.value]
+
+    signals = in_memory(settings_for(tmp_path), scenario)
+    assert signals and {s["host"] for s in signals} == {"trap.example"}
+    first = signals[0]  # sent when the penalty reached the policy's threshold
+    assert first["penalty"] >= settings_for(tmp_path).core.host_policy.up and first["budget_factor"] < 1
+    assert first["same_host_duplicates"] == first["exact_duplicates"] == first["pages"] - 1
+    assert {(r["kind"], r["param"]) for r in first["url_rules"]} >= {("ignore_query_param", "sid")}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides(tmp_path: Path, seed: int) -> None:
+    events, truth = generate_crawl_with_truth(seed=11)
+    rng = random.Random(seed)
+    sample = rng.sample(events, 70)
+
+    async def scenario(kafka: MemoryKafka) -> dict[str, dict[str, Any]]:
+        for i in range(0, len(sample), 20):  # in a few waves, so some pages meet others in flight
+            for event in sample[i:i + 20]:
+                publish(kafka, event)
+            await kafka.run()
+        return latest(kafka)
+
+    got = in_memory(settings_for(tmp_path), scenario)
+    settings = settings_for(tmp_path)
+    fetches = [f for e in sample if isinstance(f := fingerprint_event(orjson.dumps(e), settings=settings.core),
+                                                 Fetch)]
+    expected = oracle_from_fetches(fetches, settings.k)
+    assert {u: (d["verdict"], d["duplicate_of"], d["distance"]) for u, d in got.items()} == expected
+    assert {v for v, _, _ in expected.values()} >= {"unique", "exact_duplicate", "near_duplicate"}
+    assert all(d["complete"] for d in got.values())
+
+
+def test_the_fingerprint_agent_uses_a_process_pool_while_it_runs(tmp_path: Path) -> None:
+    event = article("https://news.example/story")
+
+    async def scenario(kafka: MemoryKafka) -> tuple[dict[str, dict[str, Any]], int]:
+        publish(kafka, event)
+        await kafka.run()
+        return latest(kafka), len(multiprocessing.active_children())
+
+    got, children = in_memory(settings_for(tmp_path, extract_processes=1), scenario)
+    assert got[event["url"]]["verdict"] == "unique"
+    assert children == 1
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children(), "the pool is shut down with the agent"
+
+
+def test_sends_go_out_at_once_even_when_faust_would_publish_on_commit(tmp_path: Path) -> None:
+    """With Faust's `stream_publish_on_commit`, a send without `force=True` waits for the commit of
+    its source offset (a commit interval per hop; here, where nothing commits, for ever)."""
+    event = article("https://news.example/story")
+
+    async def scenario(kafka: MemoryKafka) -> MemoryKafka:
+        kafka.app.conf.stream_publish_on_commit = True  # before the first send reads it
+        publish(kafka, event)
+        publish(kafka, b"{not json", key=b"https://bad.example/")
+        await kafka.run()
+        return kafka
+
+    kafka = in_memory(settings_for(tmp_path), scenario)
+    got = latest(kafka)
+    assert (got[event["url"]]["verdict"], got[event["url"]]["complete"]) == ("unique", True)
+    assert [r.key for r in kafka.records(HOSTS)] == [b"news.example"]
+    assert [r.key for r in kafka.records(REJECTED)] == [b"https://bad.example/"]
