@@ -96,9 +96,10 @@ class Settings:
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
 
-    def confluent_config(self) -> dict[str, str]:
+    def confluent_config(self) -> dict[str, str | int | float | bool]:
         """Client settings for confluent-kafka (librdkafka names)."""
-        conf = {"bootstrap.servers": self.broker, "security.protocol": self.security_protocol}
+        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.broker,
+                                                     "security.protocol": self.security_protocol}
         optional = {"sasl.mechanism": self.sasl_mechanism, "sasl.username": self.sasl_username,
                     "sasl.password": self.sasl_password, "ssl.ca.location": self.ssl_cafile,
                     "ssl.certificate.location": self.ssl_certfile, "ssl.key.location": self.ssl_keyfile}

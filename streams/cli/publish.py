@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def key_of(event: RawEvent) -> bytes | None:
 
 def publish_events(settings: Settings, events: list[RawEvent] | None = None, files: list[Path] | None = None, *,
                    progress: bool = True) -> PublishResult:
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, Message, Producer
 
     from streams.admin import check_broker
 
@@ -45,15 +46,15 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
                                                                               settings.max_body_bytes * 2)})
     topic = settings.topic("pages.fetched")
 
-    def delivered(err: object, msg: object) -> None:
+    def delivered(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             result.failed += 1
             if len(result.errors) < 100:
-                result.errors.append(f"{msg.key()!r}: {err}")  # type: ignore[attr-defined]
+                result.errors.append(f"{msg.key()!r}: {err}")
         else:
             result.sent += 1
 
-    def source() -> list[RawEvent] | object:
+    def source() -> Iterator[RawEvent]:
         if events is not None:
             yield from events
         for path in files or []:
@@ -66,7 +67,7 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
     with Progress(TextColumn("[bold]publish"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   disable=not progress) as bar:
         task = bar.add_task("publish", total=total)
-        for n, event in enumerate(source(), 1):  # type: ignore[arg-type]
+        for n, event in enumerate(source(), 1):
             while True:
                 try:
                     producer.produce(topic, value=event.raw, key=key_of(event), on_delivery=delivered)

@@ -45,14 +45,16 @@ def read_topic(settings: Settings, what: str, *, idle_s: float | None = None, fr
                 if idle_s is not None and time.monotonic() - last > idle_s:
                     return
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
-                raise SystemExit(f"kafka error: {msg.error()}")
+                raise SystemExit(f"kafka error: {error}")
             last = time.monotonic()
-            if msg.value() is None:
+            value = msg.value()
+            if value is None:
                 continue
-            yield msg.key(), orjson.loads(msg.value())
+            yield msg.key(), orjson.loads(value)
     finally:
         consumer.close()
 
