@@ -1,9 +1,11 @@
 # The README's two commands:
 #   make demo   a local Kafka, a worker and a generated crawl; prints decisions and host signals
 #   make test   every test, including the integration tests against a real Kafka broker
-# Both create .venv (python3 -m venv) if it is missing and reinstall the project into it whenever
-# pyproject.toml changes. Nothing else needs installing by hand: the broker's jars are fetched with
-# Maven on first use (Java 17 and Maven must be on PATH).
+# and for changes:
+#   make lint   ruff check (neardup_core, streams, tests, bench) and mypy (neardup_core, streams)
+# Each creates .venv (python3 -m venv) if it is missing and reinstalls the project into it (with the
+# test and dev extras) whenever pyproject.toml changes. Nothing else needs installing by hand: the
+# broker's jars are fetched with Maven on first use (Java 17 and Maven must be on PATH).
 #
 #   make test PYTEST_ARGS="tests/unit -x"     choose what pytest runs (default: tests)
 #   make kafka-start [KAFKA_PORT=9092] [KAFKA_DIR=...]   a broker for your own experiments
@@ -20,10 +22,17 @@ STAMP := $(VENV)/.installed
 PIP_FLAGS := --disable-pip-version-check --progress-bar off
 KAFKA_WHERE := --port $(KAFKA_PORT) $(if $(KAFKA_DIR),--dir $(KAFKA_DIR))
 
-.PHONY: test demo venv kafka-jars kafka-start kafka-stop kafka-status
+.PHONY: test lint demo venv kafka-jars kafka-start kafka-stop kafka-status
 
 test: $(STAMP) kafka-jars
 	$(PY) -m pytest -ra $(PYTEST_ARGS)
+
+# both run, so one go shows every finding; fails when either finds something
+lint: $(STAMP)
+	status=0; \
+	$(VENV)/bin/ruff check neardup_core streams tests bench || status=1; \
+	$(VENV)/bin/mypy neardup_core streams || status=1; \
+	exit $$status
 
 demo: $(STAMP) kafka-jars
 	$(VENV)/bin/neardup demo
@@ -34,7 +43,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install $(PIP_FLAGS) -e '.[test]'
+	$(PY) -m pip install $(PIP_FLAGS) -e '.[test,dev]'
 	touch $@
 
 # Fetches the broker's jars into ~/.cache/neardup (a no-op once cached) here rather than inside the first
