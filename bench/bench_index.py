@@ -14,12 +14,11 @@ Backends, each measured in its own child process (clean RSS):
   bits); ``rocks-t20-nofilter`` is the 20-table design on plain RocksDB options (no prefix filters),
   the peer the filters are measured against. The first `--real-inserts` pages go in through the real code
   path (`index.probes_for` + `index.probe_bucket`, which probes and inserts); the rest through
-  RocksDB write batches of the same keys and values (checked against `probes_for` and
-  `encode_entry`), then flush and full compaction before the disk is measured. Timed queries are
+  RocksDB write batches of the same keys and values (table entries with empty values and one
+  version record per page, checked against what the real path writes), then flush and full
+  compaction before the disk is measured. Timed queries are
   the real path: `probes_for` + `probe_bucket` on every table of a query page (near tables plus
   the two digest tables), i.e. the whole index step for one page, query then insert.
-* ``rocks-t20-compact``: a layout proposal, build and disk only: table entries with empty values and
-  one version record per page (the value every entry now repeats).
 * ``numpy``: brute force, `neardup_core.fingerprint.simhash.hamming_many` (`np.bitwise_count`) over an array of
   the N fingerprints.
 * ``datasketch``: `MinHashLSH(threshold=0.8, num_perm=128)` over MinHashes of small random sets (20
@@ -63,8 +62,8 @@ from common import (
 
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.simhash import hamming_many
-from neardup_core.index.bucket import encode_entry, probe_bucket, probes_for
-from neardup_core.index.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes
+from neardup_core.index.bucket import encode_page, probe_bucket, probes_for
+from neardup_core.index.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes, version_record_key
 from neardup_core.index.tables import TableDesign
 
 K = 3
@@ -72,9 +71,8 @@ BASE_MS = 1_600_000_000_000
 NEAR_SHARE = 0.05
 SET_SIZE = 20
 DESIGNS = {"rocks-t4": TableDesign(K, 4), "rocks-t10": TableDesign(K, 5), "rocks-t20": TableDesign(K, 6),
-           "rocks-t20-nofilter": TableDesign(K, 6), "rocks-t20-compact": TableDesign(K, 6)}
-ALL_BACKENDS = ("rocks-t4", "rocks-t10", "rocks-t20", "rocks-t20-nofilter", "rocks-t20-compact", "numpy",
-                "datasketch")
+           "rocks-t20-nofilter": TableDesign(K, 6)}
+ALL_BACKENDS = ("rocks-t4", "rocks-t10", "rocks-t20", "rocks-t20-nofilter", "numpy", "datasketch")
 DATASKETCH_MAX = 10**6
 CHUNK = 50_000
 
@@ -140,7 +138,6 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     from neardup_core.store.rocks import RocksStore, rocks_options
 
     design = DESIGNS[backend]
-    compact = backend.endswith("compact")
     fps, _, _ = fingerprints(n, seed)
     path = workdir / f"{backend}-{n}"
     shutil.rmtree(path, ignore_errors=True)
@@ -152,7 +149,7 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     out: dict[str, Any] = {"design": design.name}
 
     # 1. the real path for the first pages
-    real = 0 if compact else min(n, real_inserts)
+    real = min(n, real_inserts)
     start = time.perf_counter()
     for i in range(real):
         page = page_of(i, fps[i])
@@ -169,21 +166,19 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
         hi = min(n, lo + CHUNK)
         pages = [page_of(i, fps[i]) for i in range(lo, hi)]
         vids = [p.version_id for p in pages]
-        values = [b"" if compact else encode_entry(p) for p in pages]
         wb = WriteBatch(raw_mode=True)
         keys = np.zeros(hi - lo, key_dtype)
         keys["v"] = np.frombuffer(b"".join(vids), dtype="V12")
         for table in range(design.table_count):
             keys["t"] = table
             keys["p"] = permute_many(design, fps[lo:hi], table)
-            for key, value in zip(keys.view("V21").tolist(), values, strict=True):
-                wb.put(key, value)
-        for p, vid, value in zip(pages, vids, values, strict=True):
-            wb.put(exact_entry_key(TEXT_TABLE, p.text_sha256, vid), value)
-            wb.put(exact_entry_key(BODY_TABLE, p.body_sha256, vid), value)
-            if compact:
-                wb.put(b"\xf2" + vid, encode_entry(p))
-        entries += (hi - lo) * (design.table_count + 2 + compact)
+            for key in keys.view("V21").tolist():
+                wb.put(key, b"")
+        for p, vid in zip(pages, vids, strict=True):
+            wb.put(exact_entry_key(TEXT_TABLE, p.text_sha256, vid), b"")
+            wb.put(exact_entry_key(BODY_TABLE, p.body_sha256, vid), b"")
+            wb.put(version_record_key(vid), encode_page(p))
+        entries += (hi - lo) * (design.table_count + 3)
         db.write(wb)
     batch_s = time.perf_counter() - start
     out["batch_pages"] = n - real
@@ -202,12 +197,8 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     for i in check:
         page = page_of(i, fps[i])
         for probe in probes_for(design, page):
-            got = db.get(probe.entry_key)
-            assert got == (b"" if compact else encode_entry(page)), f"batch key mismatch for page {i}"
-    if compact:
-        db.close()
-        shutil.rmtree(path, ignore_errors=True)
-        return out
+            assert db.get(probe.entry_key) == b"", f"batch key mismatch for page {i}"
+        assert db.get(version_record_key(page.version_id)) == encode_page(page), f"version record of page {i}"
 
     # 3. queries: candidates counted untimed, then the timed real path (query then insert)
     qfps, near = query_fingerprints(fps, q, seed)
@@ -524,13 +515,12 @@ def report(results: dict[tuple[str, int], dict[str, Any]], sizes: list[int], que
     ]
     mem.notes += [
         f"RocksDB: the first {real_inserts:,} pages through probes_for + probe_bucket, the rest as write "
-        f"batches of the same keys and values (checked against probes_for/encode_entry), then flush and "
+        f"batches of the same keys and values (table entries with empty values, one version record per "
+        f"page; checked against what probes_for/probe_bucket write), then flush and "
         f"full compaction; disk = bytes of the files in the RocksDB directory; RSS includes RocksDB's "
         f"caches and memtables, not the OS page cache.",
         "RSS growth = RSS after the build - RSS before it, per stored page (the input arrays are allocated "
         "before).",
-        *(["rocks-t20-compact is the proposed layout (empty values in every table, one version record per "
-           "page): build and disk only."] if any(b == "rocks-t20-compact" for b, _ in results) else []),
         "RocksDB RSS is mostly fixed-size memory (memtables, caches) plus what the build's Python garbage "
         "left with the allocator, so 'growth per page' falls as N grows; it is not a steady-state footprint.",
     ]

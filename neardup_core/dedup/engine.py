@@ -13,7 +13,7 @@ from pathlib import Path
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.index.bucket import probe_bucket
+from neardup_core.index.bucket import probe_batch
 from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.store.memory import MemoryStore
@@ -67,9 +67,10 @@ class Engine:
 
         state = state_of(fetch.url)
         probes, out = self.gather.on_fetch(state, fetch, now)
-        for probe in probes:
-            answer, revisions = probe_bucket(self.index, probe, self.settings.design, self.settings.k)
-            out += self.gather.on_answer(state, answer, now)
+        if probes:
+            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k)
+            for answer in answers:
+                out += self.gather.on_answer(state, answer, now)
             for revision in revisions:
                 out += self.gather.on_revision(state_of(revision.url), revision, now)
         for url, st in states.items():

@@ -8,7 +8,8 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
    unchanged content: the version's decision comes back without a probe (if the version is
    still waiting for answers, its probes go out again: idempotent, and a crash may have lost them).
 2. A new body (or an earlier fetch of a known one, which improves its rank) starts a probe
-   round: one probe per table, answers counted per table for that round.
+   round: one probe per table, answers counted per table for that round (an answer may speak for
+   several tables of one partition).
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
    candidates ranked better than the version count.
 4. A version is complete when every table of its current round answered; a tick past its
@@ -168,9 +169,10 @@ class Gather:
         if version is None or version.page is None:
             return []
         self._merge(version, answer.best)
-        replay = answer.table in version.answered
+        new = [t for t in answer.tables if t not in version.answered]
+        replay = not new
         if answer.round_ms == version.fetch.fetched_at_ms and not replay:
-            version.answered.append(answer.table)
+            version.answered += new
             if len(version.answered) >= version.expected:
                 version.complete = True
         return self._publish(state, now_ms, replay=replay)

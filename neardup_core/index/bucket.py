@@ -1,13 +1,24 @@
 """The index step: probe one bucket for a page, insert the page, and report what it found.
 
-A probe names one bucket of one table. Looking it up returns the best better-ranked match
-(the page's answer for that table) and one revision for each worse-ranked match (those pages
-must learn that a better copy exists). Inserting is idempotent: an entry is keyed by table,
-fingerprint and version, and keeps the earliest fetch time it has seen, so replays and
-duplicate deliveries change nothing. Probe-then-insert on a bucket must be serialised, which a
-single writer per bucket (one partition, one agent) gives; then of two pages within k bits,
-whichever is inserted second sees the first in a shared bucket. Two pages that share several
-buckets exchange one revision, from the first shared table (`first_shared_table`).
+A probe names one bucket of one table. Looking it up returns the best better-ranked match there
+(the page's answer for that table) and a revision for each worse-ranked page that must learn a
+better copy exists. Everything it writes is idempotent, so replays and duplicate deliveries
+change nothing and re-send at most what was sent before.
+
+The work is bounded however large a cluster grows. Within a bucket, the versions of one
+fingerprint (near tables) or one digest (exact tables) form a **group**, whose members all match
+one another. A group keeps a short summary: its members in rank order up to and including the
+best member of a second URL (`summary_of`). Every member past that is *dominated*: a better
+page of another URL matches it, and it has been told so. So a probe reads one summary per group,
+not every copy, and revises only the summary's members it newly dominates (the versions of the
+group's best URL, a handful), marking each one's entry with the dominator's version id; a replay
+of the dominator re-sends to the entries it marked. A page dominated in its group has a
+`duplicate_of` that may itself be a duplicate: following the chain ends at the canonical.
+
+Two pages that meet in several tables exchange one revision, from the first table they share
+(`first_shared_table`). Probe-then-insert on a bucket must be serialised, which a single writer
+per bucket (one partition, one agent) gives; then of two pages within k bits, whichever is
+inserted second sees the first in a shared bucket.
 """
 
 from __future__ import annotations
@@ -15,34 +26,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+import msgpack
 
 from neardup_core.dedup.rule import Match, better, better_ranked, match_of
 from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.simhash import hamming
 from neardup_core.index.keys import (
     BODY_TABLE,
     TEXT_TABLE,
+    VERSION_ID_BYTES,
     exact_bucket_range,
-    exact_entry_key,
+    exact_group_key,
+    group_of_key,
+    group_range,
     near_bucket_range,
-    near_entry_key,
+    near_group_key,
+    permuted_of_key,
+    version_record_key,
 )
 from neardup_core.index.tables import TableDesign
 from neardup_core.store.base import Store
+from neardup_core.store.overlay import Overlay
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Look up and insert `page` in one bucket: [lo, hi) of table `table`."""
+    """Look up and insert `page` in one bucket, [lo, hi) of table `table`, as a member of `group`."""
 
     table: int
     lo: bytes
     hi: bytes
-    entry_key: bytes
+    group: bytes
     page: PageVersion
 
+    @property
+    def entry_key(self) -> bytes:
+        return self.group + self.page.version_id
+
     def to_list(self) -> list[Any]:
-        return [self.table, self.lo, self.hi, self.entry_key, self.page.to_list()]
+        return [self.table, self.lo, self.hi, self.group, self.page.to_list()]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Probe:
@@ -51,20 +73,20 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What one table says about a page: its best better-ranked match there, if any."""
+    """What some tables say about a page: its best better-ranked match there, if any."""
 
     url: str
     version_id: bytes
     round_ms: int
-    table: int
+    tables: tuple[int, ...]
     best: Match | None
 
     def to_list(self) -> list[Any]:
-        return [self.url, self.version_id, self.round_ms, self.table, self.best.to_list() if self.best else None]
+        return [self.url, self.version_id, self.round_ms, list(self.tables), self.best.to_list() if self.best else None]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Answer:
-        return cls(data[0], data[1], data[2], data[3], Match.from_list(data[4]) if data[4] else None)
+        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,28 +113,52 @@ def table_ids(design: TableDesign, page: PageVersion) -> list[int]:
 
 def probes_for(design: TableDesign, page: PageVersion) -> list[Probe]:
     out = []
-    vid = page.version_id
     for table in table_ids(design, page):
         if table == TEXT_TABLE or table == BODY_TABLE:
             digest = page.text_sha256 if table == TEXT_TABLE else page.body_sha256
             lo, hi = exact_bucket_range(table, digest)
-            key = exact_entry_key(table, digest, vid)
+            group = exact_group_key(table, digest)
         else:
             assert page.simhash is not None
             permuted = design.permute(page.simhash, table)
             bits = design.key_bits[table]
             lo, hi = near_bucket_range(table, permuted >> (64 - bits), bits)
-            key = near_entry_key(table, permuted, vid)
-        out.append(Probe(table, lo, hi, key, page))
+            group = near_group_key(table, permuted)
+        out.append(Probe(table, lo, hi, group, page))
     return out
 
 
-def encode_entry(page: PageVersion) -> bytes:
-    return orjson.dumps(page.to_list())
+def encode_page(page: PageVersion) -> bytes:
+    return msgpack.packb(page.to_list(), use_bin_type=True)
 
 
-def decode_entry(raw: bytes) -> PageVersion:
-    return PageVersion.from_list(orjson.loads(raw))
+def decode_page(raw: bytes) -> PageVersion:
+    return PageVersion.from_list(msgpack.unpackb(raw, raw=False))
+
+
+def encode_summary(members: list[PageVersion]) -> bytes:
+    return msgpack.packb([m.to_list() for m in members], use_bin_type=True)
+
+
+def decode_summary(raw: bytes) -> list[PageVersion]:
+    return [PageVersion.from_list(m) for m in msgpack.unpackb(raw, raw=False)]
+
+
+def summary_of(members: list[PageVersion]) -> list[PageVersion]:
+    """A group's members in rank order up to and including the best member of a second URL:
+    every member after it is dominated (the best member, or that one, is better, of another URL,
+    and matches it), and a probe needs none of them."""
+    out: list[PageVersion] = []
+    for member in sorted(members, key=lambda m: m.rank):
+        out.append(member)
+        if member.url != out[0].url:
+            break
+    return out
+
+
+def undominated(summary: list[PageVersion]) -> list[PageVersion]:
+    """The members no better member of another URL matches: the best URL's versions in the summary."""
+    return [m for m in summary if m.url == summary[0].url]
 
 
 def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
@@ -133,28 +179,152 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
     return None
 
 
+def _candidate_groups(store: Store, probe: Probe, k: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
+    """The groups of the probe's bucket that can match its page: (group key, its items up to the
+    first entry when the group has a summary, else all of them). Near groups are kept when their
+    fingerprint is within k bits of the page's (Hamming distance is the same after permutation)."""
+    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
+    lo, hi = (group_range(probe.group) if exact else (probe.lo, probe.hi))
+    mine = permuted_of_key(probe.group) if not exact else 0
+    groups: list[tuple[bytes, list[tuple[bytes, bytes]]]] = []
+    skip: bytes | None = None
+    for key, value in store.scan(lo, hi):
+        group = group_of_key(key)
+        if group == skip:
+            continue
+        if not exact and hamming(permuted_of_key(key), mine) > k:
+            skip = group
+            continue
+        if groups and groups[-1][0] == group:
+            groups[-1][1].append((key, value))
+        else:
+            groups.append((group, [(key, value)]))
+        if key == group:  # a summary: the group's entries after it are not needed
+            skip = group
+    return groups
+
+
+def _members(store: Store, group: bytes, items: list[tuple[bytes, bytes]]) -> list[PageVersion]:
+    """A group's summary, or the pages of its entries when it has none (one entry, or none)."""
+    if items and items[0][0] == group:
+        return decode_summary(items[0][1])
+    out = []
+    for key, _ in items:
+        raw = store.get(version_record_key(key[len(group):]))
+        if raw is not None:
+            out.append(decode_page(raw))
+    return out
+
+
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tuple[Answer, list[Revision]]:
-    """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions."""
+    """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
+
+    1. Every group that can match: its best better-ranked member of another URL is a candidate
+       answer, and its undominated members that the page is better than and matches are told so
+       (from the first table the two share).
+    2. In the page's own group those members are now dominated: their entries are marked with
+       the page's version id, and a replay of the page (its entry exists) re-sends to every
+       entry marked so, since the first sending may have been lost with a crash.
+    3. The page's version record (the earliest fetch wins), its entry and its group's summary
+       are written.
+    """
     page = probe.page
+    vid = page.version_id
     best: Match | None = None
-    revisions: list[Revision] = []
-    stored: PageVersion | None = None
-    for key, raw in store.scan(probe.lo, probe.hi):
-        other = decode_entry(raw)
-        if key == probe.entry_key:
-            stored = other
-            continue
-        found = match_of(page, other, k)
-        if found is None:
-            continue
-        if better_ranked(other, page):
-            best = better(best, found)
-        elif probe.table == first_shared_table(design, page, other):
+    revisions: dict[bytes, Revision] = {}
+    own_members: list[PageVersion] = []
+    own_items: list[tuple[bytes, bytes]] = []
+    marks: list[bytes] = []
+
+    def revise(other: PageVersion) -> None:
+        if probe.table == first_shared_table(design, page, other):
             back = match_of(other, page, k)
-            assert back is not None
-            revisions.append(Revision(other.url, other.version_id, back))
-    # written even when present: a crash may have left the entry in the local store but not in
-    # the changelog the store is recovered from elsewhere
-    keep = stored if stored is not None and stored.fetched_at_ms <= page.fetched_at_ms else page
-    store.put(probe.entry_key, encode_entry(keep))
-    return Answer(page.url, page.version_id, page.fetched_at_ms, probe.table, best), revisions
+            if back is not None:
+                revisions[other.version_id] = Revision(other.url, other.version_id, back)
+
+    for group, items in _candidate_groups(store, probe, k):  # 1.
+        members = _members(store, group, items)
+        if group == probe.group:
+            own_members, own_items = members, items
+        for other in members:
+            if other.version_id == vid or other.url == page.url:
+                continue
+            found = match_of(page, other, k)
+            if found is None:
+                continue
+            if better_ranked(other, page):
+                best = better(best, found)
+        for other in undominated(members) if members else []:
+            if other.url != page.url and better_ranked(page, other) and match_of(page, other, k) is not None:
+                revise(other)
+                if group == probe.group:
+                    marks.append(other.version_id)
+
+    existed = store.get(probe.entry_key)  # 2.
+    if existed is not None:
+        for key, value in store.scan(*group_range(probe.group)):
+            if value == vid and len(key) == len(probe.group) + VERSION_ID_BYTES:
+                raw = store.get(version_record_key(key[len(probe.group):]))
+                if raw is not None:
+                    revise(decode_page(raw))
+
+    record_key = version_record_key(vid)  # 3.
+    stored = store.get(record_key)
+    kept = decode_page(stored) if stored is not None else None
+    if kept is None or kept.fetched_at_ms > page.fetched_at_ms:
+        kept = page
+        store.put(record_key, encode_page(page))
+    writes: list[tuple[bytes, bytes]] = [(probe.group + m, vid) for m in marks]
+    if existed is None:
+        dominator = best.candidate.version_id if best is not None and _same_group(best, page) else b""
+        writes.append((probe.entry_key, dominator))
+    others = [m for m in own_members if m.version_id != vid]
+    if others or len([key for key, _ in own_items if key != probe.group and key != probe.entry_key]) > 0:
+        writes.append((probe.group, encode_summary(summary_of([*others, kept]))))
+    for key, value in writes:
+        store.put(key, value)
+    return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best), list(revisions.values())
+
+
+def _same_group(match: Match, page: PageVersion) -> bool:
+    """Whether a match is of the page's own group (same fingerprint, or the same digest)."""
+    other = match.candidate
+    return (other.simhash == page.simhash or other.text_sha256 == page.text_sha256
+            or other.body_sha256 == page.body_sha256)
+
+
+def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int
+                ) -> tuple[list[Answer], list[Revision]]:
+    """Apply probes in order with one write to the store: one answer per page version and round
+    (its tables together), and every revision they cause."""
+    overlay = Overlay(store)
+    answers: dict[tuple[bytes, int], Answer] = {}
+    revisions: list[Revision] = []
+    for probe in probes:
+        answer, found = probe_bucket(overlay, probe, design, k)
+        key = (answer.version_id, answer.round_ms)
+        if key in answers:
+            seen = answers[key]
+            answer = Answer(seen.url, seen.version_id, seen.round_ms, seen.tables + answer.tables,
+                            better(seen.best, answer.best))
+        answers[key] = answer
+        revisions += found
+    overlay.commit()
+    return list(answers.values()), revisions
+
+
+def versions_within(store: Store, probe: Probe, k: int) -> list[PageVersion]:
+    """Every stored version in the probe's bucket within k bits of its page (or of its digest),
+    dominated ones included: what brute force would find there (for tests and benchmarks)."""
+    out = []
+    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
+    lo, hi = (group_range(probe.group) if exact else (probe.lo, probe.hi))
+    mine = permuted_of_key(probe.group) if not exact else 0
+    for key, _ in store.scan(lo, hi):
+        group = group_of_key(key)
+        if key == group or (not exact and hamming(permuted_of_key(key), mine) > k):
+            continue
+        raw = store.get(version_record_key(key[len(group):]))
+        if raw is not None:
+            out.append(decode_page(raw))
+    return out

@@ -4,17 +4,30 @@ Near-table entry: table (1 byte) | permuted fingerprint (8) | version id (12).
 Exact-table entry: kind (1 byte: 0xF0 text digest, 0xF1 body digest) | digest (32) | version id (12).
 A bucket is the key range sharing `table | key bits` (near) or `kind | digest` (exact); its
 lower bound is also the bucket's name, the routing key of its probes.
+
+Within a bucket, the entries of one fingerprint (near) or one digest (exact) form a **group**,
+whose key is the entry key without the version id: `table | permuted fingerprint` or
+`kind | digest`. A group of two or more versions keeps its summary under the group key itself,
+which sorts before the group's entries. A version's page is stored once per store, under
+`0xF2 | version id`; entries hold no page.
 """
 
 from __future__ import annotations
 
 TEXT_TABLE = 0xF0
 BODY_TABLE = 0xF1
+VERSION_RECORD = 0xF2
 VERSION_ID_BYTES = 12
+NEAR_GROUP_BYTES = 9
+EXACT_GROUP_BYTES = 33
 
 
 def near_entry_key(table: int, permuted_fp: int, version_id: bytes) -> bytes:
     return bytes((table,)) + permuted_fp.to_bytes(8, "big") + version_id
+
+
+def near_group_key(table: int, permuted_fp: int) -> bytes:
+    return bytes((table,)) + permuted_fp.to_bytes(8, "big")
 
 
 def near_bucket_range(table: int, bucket: int, key_bits: int) -> tuple[bytes, bytes]:
@@ -30,9 +43,27 @@ def exact_entry_key(table: int, digest_hex: str, version_id: bytes) -> bytes:
     return bytes((table,)) + bytes.fromhex(digest_hex) + version_id
 
 
+def exact_group_key(table: int, digest_hex: str) -> bytes:
+    return bytes((table,)) + bytes.fromhex(digest_hex)
+
+
 def exact_bucket_range(table: int, digest_hex: str) -> tuple[bytes, bytes]:
-    prefix = bytes((table,)) + bytes.fromhex(digest_hex)
-    return prefix, prefix + b"\xff" * (VERSION_ID_BYTES + 1)
+    return group_range(exact_group_key(table, digest_hex))
+
+
+def group_range(group: bytes) -> tuple[bytes, bytes]:
+    """[lo, hi) of a group: its summary (the group key itself) and its entries."""
+    return group, group + b"\xff" * (VERSION_ID_BYTES + 1)
+
+
+def group_of_key(key: bytes) -> bytes:
+    """The group an index key belongs to (a summary key is its own group)."""
+    size = NEAR_GROUP_BYTES if key[0] < TEXT_TABLE else EXACT_GROUP_BYTES
+    return key[:size]
+
+
+def version_record_key(version_id: bytes) -> bytes:
+    return bytes((VERSION_RECORD,)) + version_id
 
 
 def permuted_of_key(key: bytes) -> int:

@@ -7,7 +7,7 @@ the same table logic runs on RocksDB (`rocks.py`), on a Faust table's partition 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 
@@ -20,4 +20,9 @@ class Store(Protocol):
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items with lo <= key < hi, in key order."""
+        ...
+
+    def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Put every item (a value None deletes its key), at once where the backend can: one
+        RocksDB write batch, one changelog record of a worker's table."""
         ...

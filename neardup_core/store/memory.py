@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 class MemoryStore:
@@ -28,6 +28,18 @@ class MemoryStore:
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         start, end = bisect.bisect_left(self._keys, lo), bisect.bisect_left(self._keys, hi)
         for key in self._keys[start:end]:
+            yield key, self._data[key]
+
+    def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in items:
+            if value is None:
+                self.delete(key)
+            else:
+                self.put(key, value)
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every item, in key order."""
+        for key in self._keys:
             yield key, self._data[key]
 
     def __len__(self) -> int:

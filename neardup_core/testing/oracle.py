@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from neardup_core.dedup.rule import Match, better, better_ranked, match_of, verdict_of
 from neardup_core.dedup.version import PageVersion
@@ -35,6 +35,60 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int) -> dict[str, tuple[str
     A version is a (URL, body) pair ranked by its first fetch; a URL's decision is about the
     body of its latest fetch.
     """
+    fetches = list(fetches)
+    versions, current = _versions(fetches)
+    skipped = [f.url for f in fetches if f.url not in current]
+    return oracle_decisions(versions, current, k, skipped)
+
+Said = tuple[str, str | None, int | None]
+
+
+def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int, *, chains: bool = False
+                  ) -> list[str]:
+    """What breaks the decision rule in `decided` ((verdict, duplicate_of, distance) per URL), for
+    the oracle over `fetches`; empty when nothing does.
+
+    Verdicts must be the oracle's exactly. `duplicate_of` need not be the oracle's best match: it
+    must name a URL with a better-ranked version that matches the page by the verdict's kind (an
+    exact match when the verdict is exact), at the distance given. With `chains`, following
+    `duplicate_of` from any duplicate must end, without a cycle, at a page that is not a duplicate:
+    true when every URL has one body; a URL recrawled with another body can be the duplicate of
+    content another URL used to have and the other way round (the oracle's own best matches too).
+    """
+    fetches = list(fetches)
+    expected = oracle_from_fetches(fetches, k)
+    versions, current = _versions(fetches)
+    by_url: dict[str, list[PageVersion]] = {}
+    for v in versions:
+        by_url.setdefault(v.url, []).append(v)
+    problems = [f"{url}: decided {decided.get(url)}, the oracle says {want}" for url, want in expected.items()
+                if url not in decided or decided[url][0] != want[0]]
+    problems += [f"{url}: decided, but not in the input" for url in decided if url not in expected]
+    for url, (verdict, target, distance) in decided.items():
+        if verdict not in ("exact_duplicate", "near_duplicate"):
+            if target is not None:
+                problems.append(f"{url}: {verdict} names duplicate_of {target}")
+            continue
+        page = current.get(url)
+        matches = [m for other in by_url.get(target or "", []) if page is not None and better_ranked(other, page)
+                   and (m := match_of(page, other, k)) is not None and m.exact == (verdict == "exact_duplicate")
+                   and m.distance == distance]
+        if not matches:
+            problems.append(f"{url}: {verdict} of {target} at distance {distance}, which is no better-ranked "
+                            f"match of that kind")
+        seen = {url}
+        while chains and target is not None and target in decided and decided[target][0] in ("exact_duplicate",
+                                                                                  "near_duplicate"):
+            if target in seen:
+                problems.append(f"{url}: duplicate_of goes round in a cycle through {target}")
+                break
+            seen.add(target)
+            target = decided[target][1]
+    return problems
+
+
+def _versions(fetches: list[Fetch]) -> tuple[list[PageVersion], dict[str, PageVersion]]:
+    """Every indexed version (ranked by its first fetch) and each URL's current one."""
     first: dict[tuple[str, str], Fetch] = {}
     latest: dict[str, Fetch] = {}
     for f in fetches:
@@ -45,12 +99,5 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int) -> dict[str, tuple[str
                                                                       latest[f.url].body_sha256):
             latest[f.url] = f
     versions = [v for f in first.values() if (v := f.version) is not None]
-    current: dict[str, PageVersion] = {}
-    skipped = []
-    for url, f in latest.items():
-        v = first[(url, f.body_sha256)].version
-        if v is None:
-            skipped.append(url)
-        else:
-            current[url] = v
-    return oracle_decisions(versions, current, k, skipped)
+    current = {url: v for url, f in latest.items() if (v := first[(url, f.body_sha256)].version) is not None}
+    return versions, current

@@ -21,7 +21,7 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.fingerprint.simhash import from_hex, hamming
 from neardup_core.hosts.urls import host_of
-from neardup_core.testing.oracle import oracle_from_fetches
+from neardup_core.testing.oracle import rule_problems
 from neardup_core.testing.synthetic import generate_crawl
 from streams.cli.scan import bounded_map
 
@@ -81,11 +81,12 @@ def scanned(crawl: list[dict], tmp_path_factory: pytest.TempPathFactory) -> tupl
     return first, second, rejects, hosts
 
 
-def test_two_input_orders_give_identical_decisions_equal_to_the_oracle(crawl, scanned) -> None:
+def test_two_input_orders_give_the_oracle_verdicts_and_valid_duplicates(crawl, scanned) -> None:
     first, second, _, _ = scanned
-    assert said(first) == said(second)
+    assert {u: v for u, (v, _, _) in said(first).items()} == {u: v for u, (v, _, _) in said(second).items()}
     fetches = [fetch_of(e) for e in crawl]
-    assert said(first) == oracle_from_fetches(fetches, K)
+    assert rule_problems(said(first), fetches, K) == []
+    assert rule_problems(said(second), fetches, K) == []
     assert {d["verdict"] for d in first.values()} >= {"unique", "exact_duplicate", "near_duplicate"}
 
 

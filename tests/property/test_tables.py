@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from neardup_core.dedup.rule import Match
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.simhash import hamming
-from neardup_core.index.bucket import probe_bucket, probes_for
+from neardup_core.index.bucket import probe_bucket, probes_for, versions_within
 from neardup_core.index.tables import SEED_DESIGN, TableDesign, choose_design, design_named
 from neardup_core.store.memory import MemoryStore
 
@@ -42,12 +42,10 @@ def found_within(design: TableDesign, stored: list[int], query: int) -> set[int]
         answer, _ = probe_bucket(store, probe, design, design.k)
         if answer.best is not None:
             hits.add(int(answer.best.candidate.url.rsplit("/", 1)[1]))
-    # the answer holds only each table's best match; collect all by scanning the probe buckets
+    # the answer holds only each table's best match; collect all by reading the probe buckets
     all_hits: set[int] = set()
     for probe in probes_for(design, q):
-        for _, raw in store.scan(probe.lo, probe.hi):
-            from neardup_core.index.bucket import decode_entry
-            other = decode_entry(raw)
+        for other in versions_within(store, probe, design.k):
             if other.url != q.url and other.simhash is not None and hamming(other.simhash, query) <= design.k:
                 all_hits.add(int(other.url.rsplit("/", 1)[1]))
     assert hits <= all_hits

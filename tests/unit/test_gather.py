@@ -27,7 +27,7 @@ def answers(state: UrlState, f: Fetch, best: Match | None = None, tables: list[i
     assert version is not None
     out = []
     for table in tables if tables is not None else [0, 1, 2, 3, 0xF0, 0xF1]:
-        out += decisions(G.on_answer(state, Answer(f.url, version.version_id, f.fetched_at_ms, table, best), T0))
+        out += decisions(G.on_answer(state, Answer(f.url, version.version_id, f.fetched_at_ms, (table,), best), T0))
     return out
 
 
