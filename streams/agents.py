@@ -1,16 +1,22 @@
-"""The bodies of the worker's agents: what each does with one event, calling neardup_core.
+"""The bodies of the worker's agents: what each does with one record, calling neardup_core.
 
     pages.fetched --fingerprint--> neardup.gather (by URL) --gather--> neardup.probes (by bucket)
-    neardup.probes --index--> neardup.gather (answers for the page, revisions for worse pages)
+    neardup.probes --index--> neardup.gather (answers for the pages, revisions for worse pages)
     neardup.gather --gather--> dedup.decisions, neardup.hosts (by host) --hosts--> frontier.host-signals
 
+Records between the agents carry batches (`streams.records`): the fingerprint agent takes up to
+`batch_max` events at a time, and every later step sends what it has for one partition in one
+record. So a page costs about the same number of Kafka records whatever the number of tables.
+Each stateful agent applies a record's state changes with one write (`Overlay` over a
+`PartitionView`, committed as one changelog record by `streams.stores`).
+
 `Agents` holds what the bodies share: the app's topics and tables, the core settings, and the
-per-process bookkeeping (deadlines written, when a fetch reached the gather stage).
-`streams.app` registers each method as an agent (concurrency 1), a timer or a signal receiver.
+per-process bookkeeping (when a fetch reached the gather stage). `streams.app` registers each
+method as an agent (concurrency 1) or a timer.
 
 Every send goes out at once (`force=True`): with Faust's `stream_publish_on_commit` a send made
 while an event is processed would wait until that event's offset commits, a commit interval per
-hop. Table reads and writes touch only the partition of the event being processed
+hop. Table reads and writes touch only the partition of the record being processed
 (`PartitionView`), which is what Faust's changelogs assume.
 """
 
@@ -19,32 +25,44 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from faust.streams import Stream
 from faust.types import EventT, StreamT, TableT, TopicT
-from mode.types.signals import BaseSignalT
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
-from neardup_core.index.bucket import Answer, probe_bucket
+from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.settings import CoreSettings
+from neardup_core.store.overlay import Overlay
 from streams import metrics, records
-from streams.stores import PartitionView, scan_partition
+from streams.records import GatherMessage, HostChange, partition_of
+from streams.stores import PartitionView
 
-FINGERPRINT_BATCH = 64  # events per batch of extraction jobs
-FINGERPRINT_WITHIN_S = 0.1  # how long a batch waits to fill
-NO_DEADLINE, LAST_DEADLINE = b"", b"\xff" * 8  # the bounds of every deadline key in `pending`
+PENDING = b"\x01"  # urls table: PENDING | deadline (8 bytes) | URL for each page still waiting for answers
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def pending_key(deadline_ms: int, url: str) -> bytes:
+    return PENDING + deadline_ms.to_bytes(8, "big") + url.encode()
+
+
+def due_range(tick_ms: int) -> tuple[bytes, bytes]:
+    """The pending keys whose deadline is at or before `tick_ms`."""
+    return PENDING, PENDING + (tick_ms + 1).to_bytes(8, "big")
+
+
+ALL_PENDING = (PENDING, PENDING + b"\xff" * 9)
 
 
 @dataclass(frozen=True)
@@ -62,10 +80,10 @@ class Topics:
 
 @dataclass(frozen=True)
 class Tables:
-    """The agents' tables: per URL state, pending deadlines, the index buckets, per host counts."""
+    """The agents' tables: per URL state (and the deadlines of pages still waiting), the index
+    buckets, per host counts."""
 
     urls: TableT[bytes, bytes]
-    pending: TableT[bytes, bytes]
     index: TableT[bytes, bytes]
     hosts: TableT[bytes, bytes]
 
@@ -85,39 +103,42 @@ def extraction_pool(processes: int) -> Iterator[Executor | None]:
 
 
 class Agents:
-    """One method per agent, timer or signal receiver of the worker."""
+    """One method per agent and timer of the worker."""
 
     def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 extract_processes: int) -> None:
+                 extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2) -> None:
         self.topics = topics
         self.tables = tables
         self.core = core
         self.partitions = partitions
         self.extract_processes = extract_processes
+        self.batch_max = batch_max
+        self.batch_wait_s = batch_wait_s
         self.rule = Gather(core)
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
-        # deadlines this process wrote: a page's answers mostly leave its deadline as it was, and one
-        # write (with its changelog record) per page is enough; after a restart every one is rewritten
-        # once, in case the crash lost a changelog record the local store kept
-        self.written_deadlines: dict[bytes, bytes] = {}
+
+    def partition_of(self, key: bytes) -> int:
+        return partition_of(key, self.partitions)
 
     # -- pages.fetched -----------------------------------------------------------------------------
 
     async def fingerprint(self, stream: StreamT[bytes]) -> None:
-        """Stateless: validate and fingerprint in the process pool, a batch at a time."""
+        """Stateless: validate and fingerprint in the process pool, a batch at a time; one gather
+        record per partition for the batch's pages."""
         loop = asyncio.get_running_loop()
-        batches = cast(Stream, stream).take_events(FINGERPRINT_BATCH, within=FINGERPRINT_WITHIN_S)  # StreamT lacks it
+        batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
         with extraction_pool(self.extract_processes) as pool:
             async for events in batches:
                 results = await asyncio.gather(*(loop.run_in_executor(pool, self._fingerprint_job(e)) for e in events))
+                fetches: dict[int, list[GatherMessage]] = defaultdict(list)
                 for event, result in zip(events, results, strict=True):
                     metrics.PAGES.inc()
                     if isinstance(result, Fetch):
-                        await self.topics.gather.send(force=True, key=result.url.encode(),
-                                                      value=records.encode_gather(result))
+                        fetches[self.partition_of(result.url.encode())].append(result)
                     else:
                         await self._reject(event, result)
+                await self._send_gather(fetches)
 
     def _fingerprint_job(self, event: EventT) -> functools.partial[Fetch | Rejected]:
         msg = event.message
@@ -130,62 +151,71 @@ class Agents:
         rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
         await self.topics.rejected.send(force=True, key=msg.key, value=rejection.to_json())
 
+    async def _send_gather(self, by_partition: dict[int, list[GatherMessage]]) -> None:
+        for partition, messages in sorted(by_partition.items()):
+            await self.topics.gather.send(force=True, key=None, value=records.encode_gather(messages),
+                                          partition=partition)
+
     # -- neardup.gather ----------------------------------------------------------------------------
 
     async def gather(self, stream: StreamT[bytes]) -> None:
-        """Per URL: start probe rounds, merge answers and revisions, publish decisions."""
+        """Per URL: start probe rounds, merge answers and revisions, decide overdue pages on ticks,
+        publish decisions; a record's state changes are written at once."""
         async for event in stream.events():
-            message = records.decode_gather(event.message.value)
-            partition = event.message.partition
+            await self._gather_record(event.message.partition, records.decode_gather(event.message.value))
+
+    async def _gather_record(self, partition: int, messages: list[GatherMessage]) -> None:
+        """1. Apply each message to its URL's state (loaded once per record), collecting the probes
+        of new rounds and the decisions to publish; ticks decide the overdue pages.
+        2. Save every state touched and move its pending key when its deadline changed, as one write.
+        3. Send the probes (one record per index partition), the decisions and the host changes."""
+        view = Overlay(PartitionView(self.tables.urls, partition))
+        states = UrlStates(view)
+        touched: dict[str, UrlState] = {}
+        deadline_before: dict[str, int | None] = {}
+
+        def state_of(url: str) -> UrlState:
+            if url not in touched:
+                touched[url] = states.load(url)
+                deadline_before[url] = self.rule.awaiting(touched[url])
+            return touched[url]
+
+        now = now_ms()
+        probes: list[Probe] = []
+        published: list[Published] = []
+        for message in messages:  # 1.
             if isinstance(message, int):
-                await self._on_tick(partition, message)
-                continue
-            key = event.message.key
-            states = UrlStates(PartitionView(self.tables.urls, partition))
-            url = key.decode()
-            state = states.load(url)
-            now = now_ms()
-            if isinstance(message, Fetch):
-                self.received.setdefault(key, time.monotonic())
-                probes, decisions = self.rule.on_fetch(state, message, now)
-                for probe in probes:
-                    await self.topics.probes.send(force=True, key=probe.lo, value=records.encode_probe(probe))
+                for key, _ in list(view.scan(*due_range(message))):
+                    published += self.rule.on_tick(state_of(key[9:].decode()), message)
+                metrics.PENDING.set(sum(1 for _ in view.scan(*ALL_PENDING)))
+            elif isinstance(message, Fetch):
+                self.received.setdefault(message.url.encode(), time.monotonic())
+                new, decided = self.rule.on_fetch(state_of(message.url), message, now)
+                probes += new
+                published += decided
             elif isinstance(message, Answer):
-                decisions = self.rule.on_answer(state, message, now)
+                published += self.rule.on_answer(state_of(message.url), message, now)
             else:
-                decisions = self.rule.on_revision(state, message, now)
+                published += self.rule.on_revision(state_of(message.url), message, now)
+        for url, state in touched.items():  # 2.
             states.save(url, state)
-            self._track_pending(key, state)
-            await self._publish(decisions)
-
-    async def _on_tick(self, partition: int, tick_ms: int) -> None:
-        """Decide overdue pages of this partition provisionally (inside the stream, so tables are writable)."""
-        pending = self.tables.pending
-        due = [key for key, deadline in scan_partition(pending, partition, NO_DEADLINE, LAST_DEADLINE)
-               if int.from_bytes(deadline, "big") <= tick_ms]
-        metrics.PENDING.set(sum(1 for _ in scan_partition(pending, partition, NO_DEADLINE, LAST_DEADLINE)))
-        states = UrlStates(PartitionView(self.tables.urls, partition))
-        for key in due:
-            state = states.load(key.decode())
-            decisions = self.rule.on_tick(state, tick_ms)
-            states.save(key.decode(), state)
-            del pending[key]
-            self.written_deadlines.pop(key, None)
-            await self._publish(decisions)
-
-    def _track_pending(self, key: bytes, state: UrlState) -> None:
-        pending = self.tables.pending
-        deadline = self.rule.awaiting(state)
-        if deadline is not None:
-            value = deadline.to_bytes(8, "big")
-            if self.written_deadlines.get(key) != value:
-                pending[key] = self.written_deadlines[key] = value
-        else:
-            self.written_deadlines.pop(key, None)
-            if pending.get(key) is not None:
-                del pending[key]
+            before, after = deadline_before[url], self.rule.awaiting(state)
+            if before != after:
+                if before is not None:
+                    view.delete(pending_key(before, url))
+                if after is not None:
+                    view.put(pending_key(after, url), b"")
+        view.commit()
+        by_partition: dict[int, list[Probe]] = defaultdict(list)  # 3.
+        for probe in probes:
+            by_partition[self.partition_of(probe.lo)].append(probe)
+        for index_partition, batch in sorted(by_partition.items()):
+            await self.topics.probes.send(force=True, key=None, value=records.encode_probes(batch),
+                                          partition=index_partition)
+        await self._publish(published)
 
     async def _publish(self, published: list[Published]) -> None:
+        changes: dict[int, list[HostChange]] = defaultdict(list)
         for d, before in published:
             metrics.DECISIONS.labels(d.verdict).inc()
             if d.revision > 1:
@@ -194,41 +224,47 @@ class Agents:
             if d.complete and key in self.received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - self.received.pop(key))
             await self.topics.decisions.send(force=True, key=key, value=d.to_json())
-            await self.topics.hosts.send(force=True, key=d.host.encode(), value=records.encode_host_change(d, before))
+            changes[self.partition_of(d.host.encode())].append((d, before))
+        for partition, batch in sorted(changes.items()):
+            await self.topics.hosts.send(force=True, key=None, value=records.encode_host_changes(batch),
+                                         partition=partition)
 
     async def send_ticks(self) -> None:
         """Timer of the leader: a tick to every gather partition, processed there in order with the answers."""
-        tick = records.encode_gather(now_ms())
+        tick = records.encode_gather([now_ms()])
         for partition in range(self.partitions):
             await self.topics.gather.send(force=True, key=None, value=tick, partition=partition)
-
-    async def forget_deadlines(self, sender: Any, /, *args: Any, signal: BaseSignalT[Any], **kwargs: Any) -> None:
-        """On partitions revoked: another worker may change a partition's deadlines while it is away
-        from this one."""
-        self.written_deadlines.clear()
 
     # -- neardup.probes ----------------------------------------------------------------------------
 
     async def index(self, stream: StreamT[bytes]) -> None:
-        """Per bucket: look up, insert, answer the page and revise the worse pages found."""
+        """Per bucket: look up and insert a record's probes with one write, answer the pages and
+        revise the worse pages found, one gather record per partition."""
         async for event in stream.events():
-            probe = records.decode_probe(event.message.value)
+            probes = records.decode_probes(event.message.value)
             started = time.perf_counter()
             view = PartitionView(self.tables.index, event.message.partition)
-            answer, revisions = probe_bucket(view, probe, self.core.design, self.core.k)
-            metrics.PROBE_SECONDS.observe(time.perf_counter() - started)
-            metrics.PROBES.inc()
-            await self.topics.gather.send(force=True, key=answer.url.encode(), value=records.encode_gather(answer))
-            for revision in revisions:
-                await self.topics.gather.send(force=True, key=revision.url.encode(),
-                                              value=records.encode_gather(revision))
+            answers, revisions = probe_batch(view, probes, self.core.design, self.core.k)
+            elapsed = time.perf_counter() - started
+            for _ in probes:
+                metrics.PROBE_SECONDS.observe(elapsed / len(probes))
+            metrics.PROBES.inc(len(probes))
+            out: dict[int, list[GatherMessage]] = defaultdict(list)
+            messages: list[Answer | Revision] = [*answers, *revisions]
+            for message in messages:
+                out[self.partition_of(message.url.encode())].append(message)
+            await self._send_gather(out)
 
     # -- neardup.hosts -----------------------------------------------------------------------------
 
     async def hosts(self, stream: StreamT[bytes]) -> None:
-        """Per host: move the page between counts, emit a signal when the penalty crosses a threshold."""
+        """Per host: move pages between counts, emit a signal when a penalty crosses a threshold;
+        a record's changes are written at once."""
         async for event in stream.events():
-            decision, before = records.decode_host_change(event.message.value)
-            tracker = HostTracker(PartitionView(self.tables.hosts, event.message.partition), self.core.host_policy)
-            for signal in tracker.observe(decision, before):
+            view = Overlay(PartitionView(self.tables.hosts, event.message.partition))
+            tracker = HostTracker(view, self.core.host_policy)
+            signals = [s for d, before in records.decode_host_changes(event.message.value)
+                       for s in tracker.observe(d, before)]
+            view.commit()
+            for signal in signals:
                 await self.topics.signals.send(force=True, key=signal.host.encode(), value=signal.to_json())

@@ -107,19 +107,18 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
     index_options = {"block_cache_size": settings.index_cache_mb << 20,
                      "prefix_bytes": settings.core.design.prefix_bytes}
     tables = Tables(
-        urls=raw_table(app, "urls", partitions, options=small),
-        pending=raw_table(app, "pending", partitions, store=STORE_URL, options=small),
+        urls=raw_table(app, "urls", partitions, store=STORE_URL, options=small),
         index=raw_table(app, table_names(settings)[-1], partitions, store=STORE_URL, options=index_options),
-        hosts=raw_table(app, "hosts", partitions, options=small),
+        hosts=raw_table(app, "hosts", partitions, store=STORE_URL, options=small),
     )
     agents = Agents(topics, tables, settings.core, partitions=partitions,
-                    extract_processes=settings.extract_processes)
+                    extract_processes=settings.extract_processes, batch_max=settings.batch_max,
+                    batch_wait_s=settings.batch_wait_s)
 
     app.agent(topics.fetched, concurrency=1)(agents.fingerprint)
     app.agent(topics.gather, concurrency=1)(agents.gather)
     app.agent(topics.probes, concurrency=1)(agents.index)
     app.agent(topics.hosts, concurrency=1)(agents.hosts)
-    app.on_partitions_revoked.connect(agents.forget_deadlines)
     app.timer(interval=settings.tick_interval_s, on_leader=True)(agents.send_ticks)
     app.timer(interval=10.0)(measure_lag)
     add_pages(app, settings, partitions)

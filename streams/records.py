@@ -1,22 +1,38 @@
 """Wire encodings of the internal topics (msgpack; the schemas themselves live in neardup_core).
 
-`neardup.gather` carries tagged messages keyed by URL: a fingerprinted fetch, a table's answer,
-a revision from a better page, or a tick. `neardup.probes` carries `Probe`s keyed by bucket.
-`neardup.hosts` carries a decision with what the URL's previous decision said, keyed by host.
+Every internal record carries a batch, so a page's Kafka cost does not grow with the number of
+tables: what one step sends to one partition travels in one record.
+
+- `neardup.gather`, partitioned by URL (`partition_of(url)`): a list of tagged messages, each a
+  fingerprinted fetch, an answer (one page's tables of one index partition), a revision from a
+  better page, or a tick.
+- `neardup.probes`, partitioned by bucket (`partition_of(probe.lo)`): a list of `Probe`s.
+- `neardup.hosts`, partitioned by host: a list of (decision, the URL's decision before it).
+
+The first element of each record is its format version, so a later format can be told apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgpack
+from aiokafka.partitioner import murmur2
 
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
 
+VERSION = 2
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int
+HostChange = tuple[Decision, Decision | None]
+
+
+def partition_of(key: bytes, partitions: int) -> int:
+    """The partition a URL, a bucket or a host belongs to: Kafka's default partitioner (murmur2)."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def _pack(data: Any) -> bytes:
@@ -27,41 +43,55 @@ def _unpack(raw: bytes) -> Any:
     return msgpack.unpackb(raw, raw=False, strict_map_key=False)
 
 
-def encode_gather(message: GatherMessage) -> bytes:
+def _body(raw: bytes, what: str) -> list[Any]:
+    version, body = _unpack(raw)
+    if version != VERSION:
+        raise ValueError(f"{what} record of format {version!r}, this worker reads {VERSION}")
+    return list(body)
+
+
+def _gather_item(message: GatherMessage) -> list[Any]:
     if isinstance(message, Fetch):
-        return _pack([FETCH, message.to_list()])
+        return [FETCH, message.to_list()]
     if isinstance(message, Answer):
-        return _pack([ANSWER, message.to_list()])
+        return [ANSWER, message.to_list()]
     if isinstance(message, Revision):
-        return _pack([REVISION, message.to_list()])
-    return _pack([TICK, int(message)])
+        return [REVISION, message.to_list()]
+    return [TICK, int(message)]
 
 
-def decode_gather(raw: bytes) -> GatherMessage:
-    tag, body = _unpack(raw)
-    if tag == FETCH:
-        return Fetch.from_list(body)
-    if tag == ANSWER:
-        return Answer.from_list(body)
-    if tag == REVISION:
-        return Revision.from_list(body)
-    if tag == TICK:
-        return int(body)
-    raise ValueError(f"unknown gather message tag {tag!r}")
+def encode_gather(messages: Iterable[GatherMessage]) -> bytes:
+    return _pack([VERSION, [_gather_item(m) for m in messages]])
 
 
-def encode_probe(probe: Probe) -> bytes:
-    return _pack(probe.to_list())
+def decode_gather(raw: bytes) -> list[GatherMessage]:
+    out: list[GatherMessage] = []
+    for tag, body in _body(raw, "gather"):
+        if tag == FETCH:
+            out.append(Fetch.from_list(body))
+        elif tag == ANSWER:
+            out.append(Answer.from_list(body))
+        elif tag == REVISION:
+            out.append(Revision.from_list(body))
+        elif tag == TICK:
+            out.append(int(body))
+        else:
+            raise ValueError(f"unknown gather message tag {tag!r}")
+    return out
 
 
-def decode_probe(raw: bytes) -> Probe:
-    return Probe.from_list(_unpack(raw))
+def encode_probes(probes: Iterable[Probe]) -> bytes:
+    return _pack([VERSION, [p.to_list() for p in probes]])
 
 
-def encode_host_change(decision: Decision, previous: Decision | None) -> bytes:
-    return _pack([decision.to_json(), previous.to_json() if previous else None])
+def decode_probes(raw: bytes) -> list[Probe]:
+    return [Probe.from_list(p) for p in _body(raw, "probes")]
 
 
-def decode_host_change(raw: bytes) -> tuple[Decision, Decision | None]:
-    decision, previous = _unpack(raw)
-    return Decision.from_json(decision), Decision.from_json(previous) if previous else None
+def encode_host_changes(changes: Iterable[HostChange]) -> bytes:
+    return _pack([VERSION, [[d.to_json(), before.to_json() if before else None] for d, before in changes]])
+
+
+def decode_host_changes(raw: bytes) -> list[HostChange]:
+    return [(Decision.from_json(d), Decision.from_json(before) if before else None)
+            for d, before in _body(raw, "hosts")]

@@ -64,6 +64,11 @@ class Settings:
     decision_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_DECISION_TIMEOUT_S", 30.0))
     """After this, a page whose probes have not all answered is decided provisionally."""
     tick_interval_s: float = field(default_factory=lambda: _float("NEARDUP_TICK_INTERVAL_S", 5.0))
+    batch_max: int = field(default_factory=lambda: _int("NEARDUP_BATCH_MAX", 256))
+    """Fetched pages the worker takes at a time: their probes, answers and state changes travel in
+    one record per partition, so larger batches cost fewer Kafka records per page."""
+    batch_wait_s: float = field(default_factory=lambda: _float("NEARDUP_BATCH_WAIT_S", 0.2))
+    """How long a batch of fetched pages waits to fill before it goes (latency against records per page)."""
     extract_processes: int = field(default_factory=lambda: _int("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1))
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
     session_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_SESSION_TIMEOUT_S", 60.0))

@@ -1,26 +1,53 @@
-"""A Faust table store on rocksdict that can scan a key range of one partition.
+"""A Faust table store on rocksdict with range scans and one changelog record per batch of writes.
 
 Faust's store API has point reads and writes and full iteration only; the index needs one
 bounded range scan per probe, so this store adds `scan(partition, lo, hi)` over the
 partition's own RocksDB, and deletes from the current event's partition only.
+
+Faust writes one changelog record per key set. The agents change many keys per record they
+process (a batch of probes writes an entry per table and page; a batch of answers changes many
+URL states), so they write a whole batch as one table key: `table[batch key] = write set`
+(`PartitionView.write_many`). Faust sends that as one changelog record, as it sends any key, and
+this store applies the write set to the partition's RocksDB instead of storing it: locally when
+it is set, and from the changelog when Faust recovers a partition or keeps a standby copy
+(`apply_changelog_batch`). Batch keys are unique, so compaction never drops one; the changelog
+is the log of every batch applied, in order, and replaying it rebuilds the partition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+import msgpack
 from faust.stores import STORES
 from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
-from faust.types import TableT
+from faust.types import EventT, TableT
 
-from neardup_core.store.rocks import add_prefix_filters, range_items
+from neardup_core.store.rocks import add_prefix_filters, range_items, write_batch
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
+# Faust-level keys that carry a write set; no stored key starts with it (index keys start with a
+# table id, URL state keys with the URL, pending keys with 0x01, host keys with a letter)
+BATCH_PREFIX = b"\x00neardup-batch\x00"
+
+
+def batch_key() -> bytes:
+    """A key no other batch has: 16 random bytes."""
+    return BATCH_PREFIX + os.urandom(16)
+
+
+def encode_write_set(items: Iterable[tuple[bytes, bytes | None]]) -> bytes:
+    return msgpack.packb([[key, value] for key, value in items], use_bin_type=True)
+
+
+def decode_write_set(raw: bytes) -> list[tuple[bytes, bytes | None]]:
+    return [(key, value) for key, value in msgpack.unpackb(raw, raw=False)]
 
 
 class PrefixRocksOptions(RocksDBOptions):
@@ -63,12 +90,40 @@ class PrefixRocksStore(RocksDBStore):
             if key != self.offset_key:
                 yield key, value
 
+    def _set(self, key: bytes, value: bytes | None) -> None:
+        """A batch key applies its write set to the current event's partition; others as Faust does."""
+        if key.startswith(BATCH_PREFIX) and value is not None:
+            event = current_event()
+            assert event is not None, "tables are written inside a stream"
+            write_batch(self._db_for_partition(event.message.partition), decode_write_set(value))
+            return
+        super()._set(key, value)
+
     def _del(self, key: bytes) -> None:
         event = current_event()
         if event is None:
             super()._del(key)
             return
         self._db_for_partition(event.message.partition).delete(key)
+
+    def apply_changelog_batch(self, batch: Iterable[EventT], to_key: Callable[[Any], Any],
+                              to_value: Callable[[Any], Any]) -> None:
+        """Recovery and standbys: apply each batch record's write set in changelog order, then
+        remember the offsets, as Faust's own store does for plain records."""
+        plain: list[EventT] = []
+        for event in batch:
+            msg = event.message
+            if msg.key is not None and msg.key.startswith(BATCH_PREFIX):
+                if plain:
+                    super().apply_changelog_batch(plain, to_key, to_value)
+                    plain = []
+                if msg.value is not None:
+                    write_batch(self._db_for_partition(msg.partition), decode_write_set(msg.value))
+                self.set_persisted_offset(msg.tp, msg.offset)
+            else:
+                plain.append(event)
+        if plain:
+            super().apply_changelog_batch(plain, to_key, to_value)
 
 
 STORES["neardup-rocks"] = "streams.stores:PrefixRocksStore"
@@ -101,6 +156,10 @@ class PartitionView:
 
     def delete(self, key: bytes) -> None:
         del self.table[key]
+
+    def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Every item as one changelog record (the table's store must be a `PrefixRocksStore`)."""
+        self.table[batch_key()] = encode_write_set(items)
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         return scan_partition(self.table, self.partition, lo, hi)

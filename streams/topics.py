@@ -29,15 +29,15 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t("pages.rejected"), {"cleanup.policy": "delete", "retention.ms": str(30 * DAY_MS)},
                   doc="dead letters: bad events with the reason and the original bytes"),
         TopicSpec(t("neardup.gather"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
-                  "internal: fetches, answers, revisions and ticks, keyed by URL"),
+                  "internal: batches of fetches, answers, revisions and ticks, partitioned by URL"),
         TopicSpec(t("neardup.probes"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
-                  "internal: one probe per table bucket, keyed by bucket"),
+                  "internal: batches of probes, partitioned by bucket"),
         TopicSpec(t("neardup.hosts"), {"cleanup.policy": "delete", "retention.ms": str(3 * DAY_MS)}, True,
-                  "internal: decision changes, keyed by host"),
+                  "internal: batches of decision changes, partitioned by host"),
     ]
 
 
-TABLES = ("urls", "pending", "hosts")
+TABLES = ("urls", "hosts")
 
 
 def table_names(settings: Settings) -> list[str]:

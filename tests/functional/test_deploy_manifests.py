@@ -239,9 +239,10 @@ def test_probes_and_prometheus_scrape_use_the_web_port(k8s: dict[str, dict[str, 
     container = worker_container(k8s)
     web_port = int(env_map(container)["NEARDUP_WEB_PORT"])
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    paths = {"startupProbe": "/live", "readinessProbe": "/health", "livenessProbe": "/live"}  # /health: ready
+    for probe, path in paths.items():
         get = container[probe]["httpGet"]
-        assert get["path"] == "/health", probe
+        assert get["path"] == path, probe
         assert ports[get["port"]] == web_port, probe
     annotations = k8s["StatefulSet"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"

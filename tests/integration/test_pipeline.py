@@ -94,3 +94,15 @@ def test_two_workers_permuted_with_duplicate_deliveries(pipeline: Cluster) -> No
     check_g1_g3(pipeline, events, decisions, delivery)
     probes = {name: pipeline.metric(name, "neardup_probes_total") for name in ("a", "b")}
     assert all(n > 0 for n in probes.values()), f"both workers answer probes: {probes}"
+
+
+def test_input_published_while_the_workers_are_still_joining(pipeline: Cluster) -> None:
+    """The startup race: pages arrive before the group has settled (the first worker holds every
+    partition, then a second joins and takes half of them): every page is still decided."""
+    events = generate_crawl(seed=14)
+    pipeline.start_worker("a")
+    pipeline.publish(events[: len(events) // 2])  # before any assignment
+    pipeline.start_worker("b")
+    pipeline.publish(events[len(events) // 2:])  # while the group rebalances
+    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=360)
+    check_g1_g3(pipeline, events, decisions)
