@@ -276,7 +276,12 @@ class Cluster:
     repository root, so `python -m streams.cli` is this checkout's; `inherit=True` runs them as if
     started from the caller's shell instead: its NEARDUP_* settings and working directory (the demo,
     where the user's settings are meant to apply). Either way each gets the cluster's broker, prefix and
-    app id, its own data dir and web port, and then `worker_env`."""
+    app id, its own data dir and web port, and then `worker_env`.
+
+    `code` runs the workers and `topics create` from another checkout of the project instead (e.g. a
+    `git worktree` of an earlier commit, to compare two versions on one broker): it is their working
+    directory and comes first on their PYTHONPATH, so `python -m streams.cli` and the packages it imports
+    are that checkout's."""
 
     bootstrap: str
     prefix: str
@@ -289,6 +294,9 @@ class Cluster:
     topic_prefix: str = ""
     """The topics' prefix, when not `{prefix}.` (e.g. the NEARDUP_TOPIC_PREFIX the demo was given)."""
     log_level: str = "info"
+    code: Path | None = None
+    """The checkout whose `streams.cli` the processes run (their cwd, first on PYTHONPATH); None: this
+    repository (or, with `inherit`, the caller's working directory), as `python -m` finds it."""
     workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
@@ -317,11 +325,16 @@ class Cluster:
         if name is not None:
             env["NEARDUP_DATA_DIR"] = str(self.workdir / f"data-{name}")
             env["NEARDUP_WEB_PORT"] = str(self.ports.setdefault(name, free_port()))
+        if self.code is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(self.code), *filter(None, [env.get("PYTHONPATH")])])
         env.update(self.worker_env)
         return env
 
     @property
     def cwd(self) -> Path | None:
+        """The processes' working directory: `code`, else the repository root (None with `inherit`)."""
+        if self.code is not None:
+            return self.code
         return None if self.inherit else ROOT
 
     def create_topics(self) -> None:
