@@ -179,13 +179,20 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
     return None
 
 
+def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
+    """Whether the probe is of an exact table, the key range it reads (its group there, its bucket
+    in a near table), and its page's permuted fingerprint (0 in exact tables)."""
+    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
+    if exact:
+        return True, group_range(probe.group), 0
+    return False, (probe.lo, probe.hi), permuted_of_key(probe.group)
+
+
 def _candidate_groups(store: Store, probe: Probe, k: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
     """The groups of the probe's bucket that can match its page: (group key, its items up to the
     first entry when the group has a summary, else all of them). Near groups are kept when their
     fingerprint is within k bits of the page's (Hamming distance is the same after permutation)."""
-    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
-    lo, hi = (group_range(probe.group) if exact else (probe.lo, probe.hi))
-    mine = permuted_of_key(probe.group) if not exact else 0
+    exact, (lo, hi), mine = _scope(probe)
     groups: list[tuple[bytes, list[tuple[bytes, bytes]]]] = []
     skip: bytes | None = None
     for key, value in store.scan(lo, hi):
@@ -317,9 +324,7 @@ def versions_within(store: Store, probe: Probe, k: int) -> list[PageVersion]:
     """Every stored version in the probe's bucket within k bits of its page (or of its digest),
     dominated ones included: what brute force would find there (for tests and benchmarks)."""
     out = []
-    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
-    lo, hi = (group_range(probe.group) if exact else (probe.lo, probe.hi))
-    mine = permuted_of_key(probe.group) if not exact else 0
+    exact, (lo, hi), mine = _scope(probe)
     for key, _ in store.scan(lo, hi):
         group = group_of_key(key)
         if key == group or (not exact and hamming(permuted_of_key(key), mine) > k):
