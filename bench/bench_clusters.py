@@ -11,9 +11,11 @@ Each is run through `neardup scan` (one process, a fresh state dir) at two sizes
 the decision lines per URL (the most any URL got, and the total over n) and the time, with the ratio
 of the larger size to the smaller: linear growth gives about the size ratio (4x for 250 -> 1,000),
 quadratic its square (16x). With `--before DIR` the same runs are made with another checkout in
-the same run, for a before/after table.
+the same run, for a before/after table. With `--stream` the clusters also go through one worker on a
+local broker (`streams.devcluster`, 8 partitions), timed from the first publish to the last URL's
+complete decision.
 
-    python bench/bench_clusters.py --sizes 250 1000 [--before /tmp/before]
+    python bench/bench_clusters.py --sizes 250 1000 [--before /tmp/before] [--stream]
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 
 import orjson
 from common import REPO, Table, append_results
+
+from streams.devcluster import Cluster, all_complete, start_broker, stop_broker
 
 PAGE = ("<html><head><title>Not found</title></head><body><div id='nav'><a href='/'>Home</a> "
         "<a href='/news'>News</a></div><div id='main'><h1>We could not find that page</h1>"
@@ -64,10 +68,31 @@ def run_scan(checkout: Path, events: Path, workdir: Path) -> tuple[float, Counte
     return seconds, lines
 
 
+def run_stream(checkout: Path, bootstrap: str, events: list[bytes], workdir: Path, name: str
+               ) -> tuple[float, Counter[str]]:
+    """One worker of `checkout` on a fresh app: seconds from the first publish to the last URL's
+    complete decision, and the decision records per URL."""
+    cluster = Cluster(bootstrap, name, workdir / name, 8, code=checkout, log_level="warning",
+                      worker_env={"NEARDUP_EXTRACT_PROCESSES": "1", "NEARDUP_TICK_INTERVAL_S": "1"})
+    cluster.create_topics()
+    try:
+        cluster.start_worker("a")
+        cluster.wait_balanced(["a"])
+        urls = {orjson.loads(e)["url"] for e in events}
+        start = time.perf_counter()
+        cluster.publish(events)
+        decisions = cluster.read_until("dedup.decisions", all_complete(urls), timeout_s=1800, settle_s=5)
+        seconds = time.perf_counter() - start - 5  # the settle wait
+        return seconds, Counter(d["url"] for d in decisions)
+    finally:
+        cluster.stop_all()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs=2, default=[250, 1000])
     parser.add_argument("--before", type=Path, help="another checkout to run the same clusters with")
+    parser.add_argument("--stream", action="store_true", help="also through one worker on a local broker")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "clusters.md")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -76,21 +101,35 @@ def main() -> None:
     if args.before:
         checkouts = {"before": args.before.resolve(), **checkouts}
     small, large = args.sizes
-    table = Table(f"one cluster in the worst rank order, `neardup scan` with one process, n = {small} and {large}",
+    table = Table(f"one cluster in the worst rank order, `neardup scan` with one process"
+                  f"{' and one worker' if args.stream else ''}, n = {small} and {large}",
                   ["code", "cluster", f"lines/URL max (n={small})", f"lines/URL max (n={large})",
                    f"lines (n={large})", f"time n={small}", f"time n={large}", "time ratio"])
-    for name, checkout in checkouts.items():
-        for kind in ("exact", "distance 0"):
-            results = []
-            for n in (small, large):
-                events = workdir / f"{kind.replace(' ', '')}-{n}.jsonl"
-                events.write_bytes(b"\n".join(cluster_events(n, kind)) + b"\n")
-                results.append(run_scan(checkout, events, workdir))
-                print(f"{name} {kind} n={n}: {results[-1][0]:.2f} s, {sum(results[-1][1].values())} lines",
-                      flush=True)
-            (t_small, l_small), (t_large, l_large) = results
-            table.add(name, kind, max(l_small.values()), max(l_large.values()), sum(l_large.values()),
-                      f"{t_small:.2f} s", f"{t_large:.2f} s", f"{t_large / t_small:.1f}x")
+    broker = start_broker(workdir / "kafka") if args.stream else None
+    try:
+        for name, checkout in checkouts.items():
+            for path in ("scan", "stream") if broker else ("scan",):
+                for kind in ("exact", "distance 0"):
+                    results = []
+                    for n in (small, large):
+                        events = cluster_events(n, kind)
+                        if path == "scan":
+                            jsonl = workdir / f"{kind.replace(' ', '')}-{n}.jsonl"
+                            jsonl.write_bytes(b"\n".join(events) + b"\n")
+                            results.append(run_scan(checkout, jsonl, workdir))
+                        else:
+                            assert broker is not None
+                            app = f"clusters-{path}-{kind.replace(' ', '')}-{n}-{len(table.rows)}-{os.getpid()}"
+                            results.append(run_stream(checkout, broker.bootstrap, events, workdir, app))
+                        print(f"{name} {path} {kind} n={n}: {results[-1][0]:.2f} s, "
+                              f"{sum(results[-1][1].values())} lines", flush=True)
+                    (t_small, l_small), (t_large, l_large) = results
+                    table.add(f"{name} ({path})", kind, max(l_small.values()), max(l_large.values()),
+                              sum(l_large.values()), f"{t_small:.2f} s", f"{t_large:.2f} s",
+                              f"{t_large / t_small:.1f}x")
+    finally:
+        if broker is not None:
+            stop_broker(workdir / "kafka")
     table.notes = [f"size ratio {large / small:.0f}x: linear work gives about that time ratio (start-up "
                    "included, which flattens it), quadratic its square",
                    "exact: one body under every URL; distance 0: an error number and date change per URL, "
