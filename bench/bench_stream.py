@@ -2,7 +2,23 @@
 
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
+                                 [--code LABEL=DIR]... [--scan] [--tables NAME]
                                  [--worker-env KEY=VALUE]... [--py-spy DIR] [--keep]
+
+Before and after a change, on one broker in one run (`git worktree add /tmp/before <commit>` first):
+
+    python bench/bench_stream.py --code before=/tmp/before --code after=. --scan --workers 1,2 \
+        --out bench/results/stream-round3.md
+
+`--code LABEL=DIR` (repeatable; default `this=` this checkout) runs the workers and `topics create` from
+that checkout (its working directory, first on PYTHONPATH; `streams.devcluster.Cluster(code=DIR)`), so
+each code creates the topics and tables it needs. The whole sequence runs for each code in turn, the
+codes alternating between `--repeat`s so that they see the same machine load. `--scan` also runs
+`neardup scan` of exactly the same events (written once as JSONL) from each code's checkout, as a
+subprocess timed by the wall clock, and reports stream pages/s over scan pages/s. `--tables NAME` sets
+NEARDUP_TABLES for the workers and scan (e.g. `k3-b6`, 20 tables); the report says which design the
+workers' /health reported. The report starts with one table: rows = metrics, columns = code × worker
+count, and each code against the first; it is printed and appended to `--out`.
 
 What bench/results/stream.md holds: `--scale 2 --corpus-limit 400 --repeat 4` (1062 pages, 1-2.5 min per
 phase on a shared 2-core machine). `--worker-env` passes settings to the workers for experiments (Faust also
@@ -40,12 +56,15 @@ the whole machine (/proc/stat; the machine is shared, so the rest is other peopl
 Prometheus counters; and the Faust timer warnings in their logs ("Timer commit is overlapping").
 
 Numbers on a shared 2-core machine are noisy: the report puts each worker count next to the 1-worker
-run of the same script run and prints the ratios. `--repeat R` runs the sequence R times, alternating.
+run of the same script run and each code next to the first, and prints the ratios. `--repeat R` runs the
+sequence R times, alternating. A phase that fails (a timeout, a worker that exits) is reported with the
+error and the workers' log tails, and the run goes on with the next code or worker count.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import signal
 import sys
@@ -55,10 +74,12 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 from common import DEFAULT_CORPUS, REPO, say
 from stream_input import corpus_events, crawl_events, interleave
 from stream_phase import Phase, run_phase_retrying
-from stream_report import comparison, phase_rows, report
+from stream_report import Runs, Scans, checkout_state, code_comparison, phase_rows, report
+from stream_scan import run_scan, write_events
 
 from streams.devcluster import ClusterError, start_broker, stop_broker
 
@@ -104,8 +125,36 @@ def parse(argv: list[str]) -> argparse.Namespace:
         metavar="DIR",
         help="profile the workers with py-spy during throughput phases; raw stacks into DIR",
     )
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown report ('-' for none)")
+    p.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="run the workers (and scan) from this checkout, repeatable; the first is the base of the ratios "
+        "(default: this=<this checkout>)",
+    )
+    p.add_argument("--scan", action="store_true", help="also `neardup scan` the same events from each code")
+    p.add_argument("--tables", default=None, metavar="NAME", help="NEARDUP_TABLES of the workers and scan (e.g. k3-b6)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown report, appended ('-' for none)")
     return p.parse_args(argv)
+
+
+def parse_codes(specs: list[str]) -> list[tuple[str, Path]]:
+    """`LABEL=DIR` entries as (label, absolute checkout); none: this checkout as `this`."""
+    if not specs:
+        return [("this", REPO)]
+    codes: list[tuple[str, Path]] = []
+    for spec in specs:
+        label, sep, directory = spec.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_]+", label):
+            raise SystemExit(f"--code {spec!r}: expected LABEL=DIR, the label letters, digits and _")
+        path = Path(directory).expanduser().resolve()
+        if not (path / "streams" / "cli" / "__main__.py").is_file():
+            raise SystemExit(f"--code {spec!r}: {path} is not a checkout of neardup (no streams/cli/__main__.py)")
+        if label in {lab for lab, _ in codes}:
+            raise SystemExit(f"--code {spec!r}: label {label} given twice")
+        codes.append((label, path))
+    return codes
 
 
 def interrupted(signum: int, frame: object) -> None:
@@ -115,6 +164,9 @@ def interrupted(signum: int, frame: object) -> None:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     counts = [int(x) for x in args.workers.split(",")]
+    codes = parse_codes(args.code)
+    labels = [lab for lab, _ in codes]
+    states = {lab: checkout_state(path) for lab, path in codes}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupted)
     started, t0 = datetime.now(UTC), time.monotonic()
@@ -131,7 +183,10 @@ def main(argv: list[str]) -> int:
     base = Path(tempfile.mkdtemp(prefix="neardup-bench-stream-"))
     broker_dir = base / "kafka"
     tag = uuid.uuid4().hex[:6]
-    results: list[dict[int, dict[str, Phase]]] = []
+    runs: Runs = {lab: [] for lab in labels}
+    scans: Scans = {lab: [] for lab in labels}
+    failures: list[str] = []
+    jsonl = write_events(events, base / "events.jsonl") if args.scan else None
     try:
         if args.broker:
             bootstrap, broker_pid = args.broker, None
@@ -143,30 +198,46 @@ def main(argv: list[str]) -> int:
                 raise SystemExit(str(exc)) from None
             bootstrap, broker_pid = broker.bootstrap, broker.pid
         for rep in range(args.repeat):
-            order = counts if rep % 2 == 0 else list(reversed(counts))
-            r: dict[int, dict[str, Phase]] = {}
-            for n in order:
-                tput = run_phase_retrying(
-                    args, bootstrap, broker_pid, base, events, "throughput", n, None, f"{tag}{rep}"
-                )
-                rate = tput.rate * args.paced_fraction
-                lat = run_phase_retrying(args, bootstrap, broker_pid, base, events, "latency", n, rate, f"{tag}{rep}")
-                r[n] = {"throughput": tput, "latency": lat}
-                for kind, p in r[n].items():
-                    print(f"\n== {n} worker(s), {kind} ==")
-                    for a, b in phase_rows(p):
-                        print(f"{a:<78} {b}")
-            results.append(r)
-        text = report(args, argv, events, results, counts, started, load_before, time.monotonic() - t0)
-        table, notes = comparison(results, counts)
+            for label, code in codes if rep % 2 == 0 else list(reversed(codes)):
+                if jsonl is not None:
+                    scans[label].append(run_scan(args, label, code, jsonl, base / f"scan-{label}-{rep}", len(events)))
+                order = counts if rep % 2 == 0 else list(reversed(counts))
+                r: dict[int, dict[str, Phase]] = {}
+                runs[label].append(r)
+                for n in order:
+                    r[n] = {}
+                    for kind in ("throughput", "latency"):
+                        rate = r[n]["throughput"].rate * args.paced_fraction if kind == "latency" else None
+                        try:
+                            r[n][kind] = run_phase_retrying(args, bootstrap, broker_pid, base, events, kind, n, rate,
+                                                            f"{tag}{rep}-{label}-", label=label, code=code)
+                        except (ClusterError, RuntimeError) as exc:
+                            what = f"{label}, {n} worker(s), {kind} phase (repeat {rep + 1}) failed"
+                            say(f"{what}: {exc}")
+                            failures.append(f"{what}:\n{str(exc)[-6000:]}")
+                            break
+                    for kind, p in r[n].items():
+                        if args.keep:  # the final decisions, to compare with scan's (kept under the same dir)
+                            (base / p.app).mkdir(parents=True, exist_ok=True)
+                            (base / p.app / "final-verdicts.json").write_bytes(orjson.dumps(p.verdicts))
+                        print(f"\n== {label}: {n} worker(s), {kind} ==")
+                        for a, b in phase_rows(p):
+                            print(f"{a:<78} {b}")
+        text = report(args, argv, events, runs, scans, codes, counts, started, load_before, time.monotonic() - t0,
+                      failures, states)
+        table, notes = code_comparison(runs, scans, labels, counts)
         print("\n" + table)
         for note in notes:
             print(note)
+        for failure in failures:
+            print(failure.splitlines()[0])
         if str(args.out) != "-":
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(text)
-            say(f"wrote {args.out}")
-        return 0
+            earlier = args.out.exists() and args.out.stat().st_size > 0
+            with args.out.open("a") as fh:
+                fh.write(("\n---\n\n" if earlier else "") + text)
+            say(f"appended to {args.out}")
+        return 1 if failures else 0
     except KeyboardInterrupt:
         say("interrupted; stopping what was started")
         return 130

@@ -1,7 +1,7 @@
-"""One phase of the stream benchmark on a fresh app: the workers started on a dev cluster, the events
-published (all at once or paced), dedup.decisions read back until every URL is decided, and what the
-phase cost measured while the workers still run: records per topic, neardup.gather by kind, CPU, memory,
-the workers' metrics and the timer warnings in their logs."""
+"""One phase of the stream benchmark on a fresh app: the workers started on a dev cluster (from a given
+checkout of the project), the events published (all at once or paced), dedup.decisions read back until
+every URL is decided, and what the phase cost measured while the workers still run: records per topic,
+neardup.gather by kind, CPU, memory, the workers' metrics and the timer warnings in their logs."""
 
 from __future__ import annotations
 
@@ -175,7 +175,9 @@ def topic_records(cluster: Cluster) -> dict[str, int]:
 
 
 def gather_kinds(cluster: Cluster) -> Counter[str]:
-    """neardup.gather records by kind (fetch, answer, revision, tick), read up to the end offsets."""
+    """neardup.gather messages by kind (fetch, answer, revision, tick), read up to the end offsets: one
+    per record (`[tag, body]`, the format before batches) or every message of a batch (`[version,
+    [[tag, body], ...]]`)."""
     topic = cluster.topic("neardup.gather")
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": f"bench-{uuid.uuid4()}", "enable.auto.commit": False}
@@ -193,8 +195,10 @@ def gather_kinds(cluster: Cluster) -> Counter[str]:
                     continue
                 offset, partition, value = msg.offset() or 0, msg.partition() or 0, msg.value()
                 if offset < ends[partition] and value is not None:
-                    tag = msgpack.unpackb(value, raw=False)[0]
-                    kinds[GATHER_KINDS.get(tag, tag)] += 1
+                    data = msgpack.unpackb(value, raw=False, strict_map_key=False)
+                    tags = [item[0] for item in data[1]] if isinstance(data[0], int) else [data[0]]
+                    for tag in tags:
+                        kinds[GATHER_KINDS.get(tag, tag)] += 1
                 if offset >= ends[partition] - 1:
                     todo.discard(partition)
         return kinds
@@ -235,6 +239,8 @@ class Phase:
     app: str
     pages: int
     rate_target: float | None = None
+    code: str = "this"  # the label of the checkout the workers ran
+    design: str = ""  # the table design the workers report on /health
     ready_s: float = 0.0
     publish_s: float = 0.0
     elapsed_s: float = 0.0  # first published record -> last decision record
@@ -263,6 +269,20 @@ class Phase:
         return self.pages / self.elapsed_s if self.elapsed_s else 0.0
 
 
+def settings_env(args: argparse.Namespace, *, neardup_only: bool = False) -> dict[str, str]:
+    """The settings the workers get beyond the cluster's own: NEARDUP_EXTRACT_PROCESSES
+    (`--extract-processes`), NEARDUP_TABLES (`--tables`), then `--worker-env`; `neardup_only` keeps
+    only the NEARDUP_* entries of `--worker-env` (for `neardup scan`, which has no Faust)."""
+    env = {} if args.extract_processes is None else {"NEARDUP_EXTRACT_PROCESSES": str(args.extract_processes)}
+    if getattr(args, "tables", None):
+        env["NEARDUP_TABLES"] = args.tables
+    for kv in args.worker_env:
+        key, _, value = kv.partition("=")
+        if not neardup_only or key.startswith("NEARDUP_"):
+            env[key] = value
+    return env
+
+
 def run_phase(
     args: argparse.Namespace,
     bootstrap: str,
@@ -273,23 +293,26 @@ def run_phase(
     workers: int,
     rate: float | None,
     tag: str,
+    *,
+    label: str = "this",
+    code: Path | None = None,
 ) -> Phase:
     name = f"bench-{tag}-{kind[:3]}-w{workers}"
-    env = {} if args.extract_processes is None else {"NEARDUP_EXTRACT_PROCESSES": str(args.extract_processes)}
-    env.update(kv.split("=", 1) for kv in args.worker_env)
-    cluster = Cluster(bootstrap, name, base / name, args.partitions, worker_env=env)
-    phase = Phase(kind, workers, name, len(events), rate_target=rate)
+    cluster = Cluster(bootstrap, name, base / name, args.partitions, worker_env=settings_env(args), code=code)
+    phase = Phase(kind, workers, name, len(events), rate_target=rate, code=label)
     expected: dict[str, int] = {}
     for e in events:
         expected[e.url] = max(expected.get(e.url, 0), e.fetched_ms)
     try:
-        say(f"{kind}, {workers} worker(s): app {name}")
+        say(f"{label}: {kind}, {workers} worker(s): app {name} from {cluster.cwd}")
         cluster.create_topics()
         for i in range(workers):
             cluster.start_worker(str(i + 1))
         phase.ready_s = cluster.wait_balanced(stable_s=args.ready_settle, timeout_s=args.ready_timeout)
+        health = cluster.health(next(iter(cluster.workers))) or {}
+        phase.design = str(health.get("design", "?"))
         say(
-            f"  workers ready after {phase.ready_s:.1f}s; publishing {len(events)} events"
+            f"  workers ready after {phase.ready_s:.1f}s (design {phase.design}); publishing {len(events)} events"
             + (f" at {rate:.1f}/s" if rate else " at once")
         )
         pids = [p.pid for p in cluster.workers.values()]
@@ -358,12 +381,16 @@ def run_phase_retrying(
     workers: int,
     rate: float | None,
     tag: str,
+    *,
+    label: str = "this",
+    code: Path | None = None,
 ) -> Phase:
     """`run_phase`, run again on a fresh app (up to three attempts) when a worker was stopped by a
     signal this script did not send: another job on a shared machine."""
     for attempt in range(1, 4):
         try:
-            phase = run_phase(args, bootstrap, broker_pid, base, events, kind, workers, rate, f"{tag}a{attempt}")
+            phase = run_phase(args, bootstrap, broker_pid, base, events, kind, workers, rate, f"{tag}a{attempt}",
+                              label=label, code=code)
             phase.attempts = attempt
             return phase
         except WorkerExited as exc:

@@ -1,5 +1,7 @@
-"""The stream benchmark's report: the rows of one phase, each worker count against the first, and the
-markdown page with the machine, the software, the exact command and the definitions."""
+"""The stream benchmark's report: the rows of one phase, each code × worker count against the first
+code (the before/after table, with the scan of the same events), each worker count against the first,
+and the markdown page with the machine, the software, the codes' commits, the exact command and the
+definitions."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import platform
 import re
 import shlex
 import statistics
+import subprocess
+import sys
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from common import REPO, code_state, machine, package_versions, percentile
 from stream_input import Event
 from stream_phase import Phase
+from stream_scan import ScanRun
 
 NEARDUP_TOPICS = (
     "pages.fetched",
@@ -32,6 +39,18 @@ def mib(n: float) -> str:
     return f"{n / 2**20:.0f}"
 
 
+TOPIC_KINDS = {
+    "pages.fetched": "input",
+    "neardup.gather": "internal",
+    "neardup.probes": "internal",
+    "neardup.hosts": "internal",
+    "dedup.decisions": "output",
+    "frontier.host-signals": "output",
+    "pages.rejected": "output",
+}
+KINDS = ("input", "internal", "changelog", "output")
+
+
 def topic_group(topic: str, app: str) -> str:
     for name in NEARDUP_TOPICS:
         if topic == f"{app}.{name}":
@@ -39,6 +58,23 @@ def topic_group(topic: str, app: str) -> str:
     if topic.startswith(f"{app}-") and topic.endswith("-changelog"):
         return "changelog " + topic[len(app) + 1 : -len("-changelog")]
     return topic.replace(app, "{app}")
+
+
+def topic_kind(topic: str, app: str) -> str:
+    """input (pages.fetched), internal (neardup.gather, .probes, .hosts and Faust's own topics such as
+    `{app}-__assignor-__leader`), changelog (`{app}-*-changelog`) or output (dedup.decisions,
+    frontier.host-signals, pages.rejected)."""
+    group = topic_group(topic, app)
+    if group.startswith("changelog "):
+        return "changelog"
+    return TOPIC_KINDS.get(group, "internal")
+
+
+def records_by_kind(p: Phase) -> dict[str, int]:
+    out = dict.fromkeys(KINDS, 0)
+    for t, n in p.records.items():
+        out[topic_kind(t, p.app)] += n
+    return out
 
 
 def phase_rows(p: Phase) -> list[tuple[str, str]]:
@@ -67,6 +103,13 @@ def phase_rows(p: Phase) -> list[tuple[str, str]]:
         rows.append(("decision records per 5 s from the first publish", " ".join(map(str, p.per_window))))
     total = sum(p.records.values())
     rows.append(("Kafka records per page, all topics", f"{total / p.pages:.2f}"))
+    kinds = records_by_kind(p)
+    rows.append(
+        (
+            "  by kind: input / internal / changelogs / outputs",
+            " / ".join(f"{kinds[k] / p.pages:.2f}" for k in KINDS),
+        )
+    )
     groups: Counter[str] = Counter()
     for t, n in p.records.items():
         groups[topic_group(t, p.app)] += n
@@ -293,23 +336,220 @@ def machine_info() -> dict[str, str]:
     }
 
 
+Runs = dict[str, list[dict[int, dict[str, Phase]]]]
+"""code label -> per repeat (in run order) -> worker count -> "throughput" / "latency" -> the phase; a
+phase that failed is missing."""
+Scans = dict[str, list[ScanRun]]
+"""code label -> the `neardup scan` of each repeat (empty without `--scan`)."""
+
+
+def checkout_state(path: Path) -> str:
+    """The checkout's commit (short hash and subject) and which library files differ from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(path), "log", "-1", "--format=%h %s"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--", "neardup_core", "streams"],
+                                 capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    sha, _, subject = head.partition(" ")
+    files = [line[3:] for line in changed if line.strip()]
+    subject = subject if len(subject) <= 90 else subject[:87] + "..."
+    return f"commit {sha} ({subject})" + (f", uncommitted changes in {', '.join(files)}" if files else ", clean")
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any]) -> int:
+    return sum(1 for u in set(a) | set(b) if a.get(u) != b.get(u))
+
+
+def _root(final: dict[str, Any], url: str) -> str:
+    """The end of the URL's duplicate_of chain (a URL whose final decision names no original)."""
+    seen: set[str] = set()
+    while url not in seen and (final.get(url) or (None, None))[1]:
+        seen.add(url)
+        url = final[url][1]
+    return url
+
+
+def _differ_text(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """URLs whose final (verdict, duplicate_of) differ: `verdict / duplicate_of only, the chains ending
+    at the same URL / duplicate_of only, different ends` (a URL missing on one side counts as a
+    verdict). duplicate_of may form chains; two orders of the same pages can name different members of
+    one chain."""
+    urls = set(a) | set(b)
+    verdict = sum(1 for u in urls if (a.get(u) or (None,))[0] != (b.get(u) or (None,))[0])
+    named = [u for u in urls if a.get(u) != b.get(u) and (a.get(u) or (None,))[0] == (b.get(u) or (None,))[0]]
+    same_end = sum(1 for u in named if _root(a, u) == _root(b, u))
+    return f"{verdict} / {same_end} / {len(named) - same_end}"
+
+
+def _value(get: Callable[[dict[str, Phase], ScanRun | None], float | str | None], phases: dict[str, Phase],
+           scan: ScanRun | None) -> float | str | None:
+    try:
+        return get(phases, scan)
+    except (KeyError, ZeroDivisionError, ValueError, AttributeError, TypeError, statistics.StatisticsError):
+        return None
+
+
+def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[int]) -> tuple[str, list[str]]:
+    """Rows = metrics, columns = code × worker count, then each code after the first against the first
+    (per repeat, and their median when there are several)."""
+    first = labels[0]
+    header = ["metric", *[f"{lab}, {n} w" for lab in labels for n in counts]]
+    header += [f"{lab} / {first}, {n} w" for lab in labels[1:] for n in counts]
+
+    def tput(ph: dict[str, Phase]) -> Phase:
+        return ph["throughput"]
+
+    def lat(ph: dict[str, Phase]) -> Phase:
+        return ph["latency"]
+
+    def per_page(p: Phase, kinds: tuple[str, ...]) -> float:
+        by_kind = records_by_kind(p)
+        return sum(by_kind[k] for k in kinds) / p.pages
+
+    def scan_rate(s: ScanRun | None) -> float | None:
+        return s.rate or None if s is not None else None
+
+    Get = Callable[[dict[str, Phase], ScanRun | None], float | str | None]
+    specs: list[tuple[str, Get, str, bool]] = [
+        ("table design (workers' /health)", lambda ph, s: tput(ph).design, "{}", False),
+        ("stream pages/s (throughput run)", lambda ph, s: tput(ph).rate, "{:.1f}", True),
+    ]
+    if any(scans.get(lab) for lab in labels):
+        specs += [
+            ("scan pages/s (wall clock, same events)", lambda ph, s: scan_rate(s), "{:.1f}", True),
+            ("stream pages/s / scan pages/s", lambda ph, s: tput(ph).rate / scan_rate(s), "{:.2f}", True),
+            ("(scan pages/s by its own clock, without start-up)", lambda ph, s: s.own_rate if s else None,
+             "{:.1f}", True),
+        ]
+    specs += [
+        ("decision latency p50, ms (paced run)", lambda ph, s: percentile(lat(ph).latencies_ms, 0.5), "{:.0f}", True),
+        ("decision latency p99, ms (paced run)", lambda ph, s: percentile(lat(ph).latencies_ms, 0.99), "{:.0f}",
+         True),
+        ("(paced at, pages/s)", lambda ph, s: lat(ph).rate_target, "{:.1f}", True),
+    ]
+    for run, get_phase in (("throughput run", tput), ("paced run", lat)):
+        specs += [
+            (f"Kafka records per page, all topics ({run})", lambda ph, s, g=get_phase: per_page(g(ph), KINDS),
+             "{:.2f}", True),
+            ("  excluding the input topic", lambda ph, s, g=get_phase: per_page(g(ph), KINDS[1:]), "{:.2f}", True),
+            ("  internal topics (gather, probes, hosts)", lambda ph, s, g=get_phase: per_page(g(ph), ("internal",)),
+             "{:.2f}", True),
+            ("  changelogs", lambda ph, s, g=get_phase: per_page(g(ph), ("changelog",)), "{:.2f}", True),
+            ("  outputs (decisions, host signals, rejected)",
+             lambda ph, s, g=get_phase: per_page(g(ph), ("output",)), "{:.2f}", True),
+        ]
+    specs += [
+        ("RSS per worker at the end, MiB (mean, throughput run)",
+         lambda ph, s: statistics.mean(m["rss"] for m in tput(ph).memory) / 2**20, "{:.0f}", True),
+        ("peak RSS per worker, MiB (max, throughput run)", lambda ph, s: max(tput(ph).peak_rss) / 2**20, "{:.0f}",
+         True),
+        ("worker CPU ms per page, all processes (throughput run)", lambda ph, s: worker_ms(tput(ph)), "{:.1f}",
+         True),
+        ("event-loop CPU ms per page, all workers (throughput run)", lambda ph, s: loop_ms(tput(ph)), "{:.1f}",
+         True),
+        ("worker CPU ms per page, all processes (paced run)", lambda ph, s: worker_ms(lat(ph)), "{:.1f}", True),
+        ("event-loop CPU ms per page, all workers (paced run)", lambda ph, s: loop_ms(lat(ph)), "{:.1f}", True),
+    ]
+    if any(scans.get(lab) for lab in labels):
+        specs.append(("scan CPU ms per page, all processes", lambda ph, s: s.cpu_s / s.pages * 1000 if s else None,
+                      "{:.1f}", True))
+        specs.append(("URLs whose final decision differs from scan's: verdict / duplicate_of, same chain end / "
+                      "other end (throughput run)",
+                      lambda ph, s: _differ_text(tput(ph).verdicts, s.verdicts) if s and s.verdicts else None,
+                      "{}", False))
+    specs.append(("CPU whole machine, cores (throughput run)", lambda ph, s: tput(ph).cpu["machine"], "{:.2f}", True))
+
+    def values(lab: str, n: int, get: Get) -> list[float | str | None]:
+        out = []
+        for rep, r in enumerate(runs.get(lab, [])):
+            scan_list = scans.get(lab) or []
+            out.append(_value(get, r.get(n, {}), scan_list[rep] if rep < len(scan_list) else None))
+        return out
+
+    def show(v: float | str | None, fmt: str) -> str:
+        if v is None or (isinstance(v, float) and v != v):
+            return "n/a"
+        return fmt.format(v)
+
+    rows = []
+    for name, get, fmt, ratio in specs:
+        row = [name]
+        vals = {(lab, n): values(lab, n, get) for lab in labels for n in counts}
+        for lab in labels:
+            for n in counts:
+                row.append(" / ".join(show(v, fmt) for v in vals[lab, n]) or "n/a")
+        for lab in labels[1:]:
+            for n in counts:
+                if not ratio:
+                    row.append("")
+                    continue
+                rs = [a / b for a, b in zip(vals[lab, n], vals[first, n], strict=False)
+                      if isinstance(a, float | int) and isinstance(b, float | int) and b and a == a and b == b]
+                text = " / ".join(f"{x:.2f}" for x in rs)
+                if len(rs) > 1:
+                    text += f" (median {statistics.median(rs):.2f})"
+                row.append(text or "n/a")
+        rows.append(row)
+    notes = []
+    for lab in labels[1:]:
+        for n in counts:
+            for rep, (a, b) in enumerate(zip(runs.get(lab, []), runs.get(first, []), strict=False)):
+                try:
+                    va, vb = a[n]["throughput"].verdicts, b[n]["throughput"].verdicts
+                except KeyError:
+                    continue
+                d = _differ(va, vb)
+                notes.append(f"final (verdict, duplicate_of), stream, {n} worker(s), {lab} vs {first}"
+                             + (f" (repeat {rep + 1})" if len(runs[lab]) > 1 else "")
+                             + f": {'identical' if not d else f'{d} URLs differ'} ({len(vb)} URLs; verdict / "
+                             f"duplicate_of with the same chain end / with another: {_differ_text(va, vb)})")
+        for rep, (sa, sb) in enumerate(zip(scans.get(lab, []), scans.get(first, []), strict=False)):
+            if sa.verdicts and sb.verdicts:
+                d = _differ(sa.verdicts, sb.verdicts)
+                notes.append(f"final (verdict, duplicate_of), scan, {lab} vs {first}"
+                             + (f" (repeat {rep + 1})" if len(scans[lab]) > 1 else "")
+                             + f": {'identical' if not d else f'{d} URLs differ'} ({len(sb.verdicts)} URLs; "
+                             f"verdict / duplicate_of with the same chain end / with another: "
+                             f"{_differ_text(sa.verdicts, sb.verdicts)})")
+    return md_table(header, rows), notes
+
+
+def _python() -> str:
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(REPO))
+    except ValueError:
+        return str(exe)
+
+
 def report(
     args: argparse.Namespace,
     argv: list[str],
     events: list[Event],
-    results: list[dict[int, dict[str, Phase]]],
+    runs: Runs,
+    scans: Scans,
+    codes: list[tuple[str, Path]],
     counts: list[int],
     started: datetime,
     load_before: str,
     wall_s: float,
+    failures: list[str],
+    states_at_start: dict[str, str] | None = None,
 ) -> str:
     info = machine_info()
+    labels = [lab for lab, _ in codes]
     sources = Counter(e.source for e in events)
     ext = (
         args.extract_processes if args.extract_processes is not None else f"default ({os.cpu_count()}, os.cpu_count())"
     )
+    designs = {lab: sorted({p.design for r in runs.get(lab, []) for ph in r.values() for p in ph.values()})
+               for lab in labels}
+    title = " vs ".join(labels) if len(labels) > 1 else f"{' and '.join(map(str, counts))} worker(s)"
+    tables = f"NEARDUP_TABLES={args.tables}" if args.tables else "the default table design (NEARDUP_TABLES unset)"
     out = [
-        "# Streaming benchmark: 1 vs 2 workers",
+        f"# Streaming benchmark: {title}, {tables}",
         "",
         f"Generated by `bench/bench_stream.py` on {started.strftime('%Y-%m-%d %H:%M UTC')} "
         f"({wall_s / 60:.1f} min for the whole run).",
@@ -320,35 +560,57 @@ def report(
         "end)",
         f"- software: Python {info['python']}, {info['versions']}, Apache Kafka {info['kafka']} "
         f"({'deploy/local-kafka, started by the script' if not args.broker else 'broker ' + args.broker}); "
-        f"neardup at {info['git']}",
+        f"the benchmark itself from {REPO} at {info['git']}",
+    ]
+    for lab, path in codes:
+        state, start = checkout_state(path), (states_at_start or {}).get(lab)
+        if start and start != state:  # others commit while the benchmark runs
+            state = f"at the start {start}; at the end {state}"
+        out.append(f"- code `{lab}`: {path}, {state}; design on the workers' /health: "
+                   f"{', '.join(f'`{d}`' for d in designs[lab]) or 'n/a'}")
+    out += [
         f"- input: {len(events)} `pages.fetched` events, {len({e.url for e in events})} URLs: "
         f"{sources.get('crawl', 0)} from `generate_crawl({args.seed}, scale={args.scale})` "
         f"(~3 KB each) and {sources.get('corpus', 0)} real pages of {args.corpus} (~60 KB each, "
-        "`MANIFEST.jsonl` order, those with a URL), spread evenly through the crawl",
+        "`MANIFEST.jsonl` order, those with a URL), spread evenly through the crawl; the same events for "
+        "every code, worker count and phase" + (", and for scan" if args.scan else ""),
         f"- topics: {args.partitions} partitions each (`neardup topics create --partitions "
-        f"{args.partitions}`); "
+        f"{args.partitions}`, run from the code's checkout); "
         f"worker settings: defaults (NEARDUP_EXTRACT_PROCESSES {ext})"
+        + (f", NEARDUP_TABLES={args.tables}" if args.tables else "")
         + (f", plus {', '.join(f'`{kv}`' for kv in args.worker_env)}" if args.worker_env else "")
         + "; each worker its own NEARDUP_DATA_DIR and NEARDUP_WEB_PORT; every phase on a fresh topic prefix "
         "and app id",
         f"- each phase starts once every worker answers /health and the group's assignment covering all "
         f"partitions has not changed for {args.ready_settle:.0f} s",
+        f"- order: {args.repeat} repeat(s); in each, for each code in turn (the codes alternate between "
+        "repeats): " + ("a `neardup scan` first, then " if args.scan else "")
+        + "every worker count (their order alternating between repeats), throughput then paced phase",
         "",
         "Reproduce (from the repository root):",
         "",
         "```",
-        "/work/venv/bin/python " + shlex.join(["bench/bench_stream.py", *argv]),
+        f"{_python()} " + shlex.join(["bench/bench_stream.py", *argv]),
         "```",
         "",
         "It starts its own broker (`deploy/local-kafka start --port 0 --dir <tmp>/kafka`) and stops it "
-        "at the end; `--broker HOST:PORT` uses a running one instead. Per phase it runs:",
+        "at the end; `--broker HOST:PORT` uses a running one instead. Per phase it runs, with the code's "
+        "checkout as working directory and first on PYTHONPATH:",
         "",
         "```",
         "NEARDUP_BROKER=<bootstrap> NEARDUP_TOPIC_PREFIX=<app>. NEARDUP_APP_ID=<app> "
-        f"neardup topics create --partitions {args.partitions}",
+        f"python -m streams.cli topics create --partitions {args.partitions}",
         "# once per worker N = 1..workers; `python -m streams.cli worker` is what `neardup worker` runs",
         "NEARDUP_BROKER=<bootstrap> NEARDUP_TOPIC_PREFIX=<app>. NEARDUP_APP_ID=<app> "
         "NEARDUP_DATA_DIR=<tmp>/<app>/data-N NEARDUP_WEB_PORT=<free port> python -m streams.cli worker -l info",
+    ]
+    if args.scan:
+        out += [
+            "# --scan, once per code and repeat, on a fresh state dir",
+            "python -m streams.cli scan <tmp>/events.jsonl --state <tmp>/scan-<code>-<repeat>/state "
+            "--out <tmp>/scan-<code>-<repeat>/decisions.jsonl --no-progress",
+        ]
+    out += [
         "```",
         "",
         "Definitions:",
@@ -358,49 +620,89 @@ def report(
         f"decision is complete and for its latest fetch, and nothing new came for {args.settle:.0f} s;",
         "- **latency** = timestamp of the first complete decision for the page's URL and fetch time - "
         "timestamp of its published record, publishing at "
-        f"{args.paced_fraction:.0%} of the throughput just measured for the same worker count;",
+        f"{args.paced_fraction:.0%} of the throughput just measured for the same code and worker count;",
+        "- **scan pages/s** = events / wall-clock time of the `neardup scan` subprocess (start to exit, "
+        "interpreter start-up included), the events written once as JSONL (each event's raw bytes a line), "
+        "extraction processes as the workers have them (NEARDUP_EXTRACT_PROCESSES, default the machine's "
+        "cores); **stream / scan** = stream pages/s of the throughput phase / scan pages/s of the same code "
+        "and repeat; scan's own rate (its loop only) is shown too;",
         "- **Kafka records per page** = end offsets of every topic of the prefix and of the app's own "
         "topics (`{app}-*-changelog`, `{app}-__assignor-__leader`) after the phase, divided by pages "
-        f"(ticks included: {args.partitions} per tick interval, also before the first publish);",
+        f"(ticks included: {args.partitions} per tick interval, also before the first publish); by kind: "
+        "input = pages.fetched (1 per page by construction), internal = neardup.gather, neardup.probes, "
+        "neardup.hosts and Faust's assignor topic, changelogs = `{app}-*-changelog`, outputs = "
+        "dedup.decisions, frontier.host-signals, pages.rejected;",
         "- **RSS** = worker process + its descendants (the extraction pool), from /proc; PSS counts pages "
         "shared after fork once;",
         "- **CPU**, in cores (1.0 = one core for the whole phase), from `/proc/<pid>/task/*/schedstat`: "
         "time on a CPU, and time runnable but waiting for a CPU (other jobs had it). The *event-loop "
         "thread* is the worker's main thread, where every agent, the RocksDB calls and the Kafka client "
         "run; a loop that is on a CPU or waiting for one all the time (1.0) is CPU-bound. *CPU ms per "
-        "page* (CPU time / pages) depends much less on the other jobs than pages/s does.",
+        "page* (CPU time / pages) depends much less on the other jobs than pages/s does. Scan CPU = user + "
+        "system time of the scan process and its pool (getrusage of children).",
         "",
-        "## 2 vs 1",
+        f"## {' vs '.join(labels)}" if len(labels) > 1 else "## Summary",
         "",
     ]
-    table, notes = comparison(results, counts)
+    table, notes = code_comparison(runs, scans, labels, counts)
     out.append(table)
-    if len(results) > 1:
-        out += ["", "Values per repeat, separated by `/`, in run order (the worker counts alternate)."]
+    if args.repeat > 1:
+        out += ["", "Values per repeat, separated by `/`, in repeat order."]
     out += [""] + [f"- {n}" for n in notes]
-    for rep, r in enumerate(results):
-        for n in counts:
-            for kind in ("throughput", "latency"):
-                p = r[n][kind]
-                title = f"## {n} worker(s), {kind}" + (f" (repeat {rep + 1})" if len(results) > 1 else "")
-                again = (
-                    f" (attempt {p.attempts}: an earlier one lost a worker to a signal from another job)"
-                    if p.attempts > 1
-                    else ""
-                )
-                out += [
-                    "",
-                    title,
-                    "",
-                    f"App `{p.app}`{again}; workers ready {p.ready_s:.0f} s after start.",
-                    "",
-                ]
-                out.append(md_table(["metric", "value"], [[a, b] for a, b in phase_rows(p)]))
-                if p.profile:
-                    out += ["", "py-spy profile of the workers' main processes during this phase:", ""]
-                    out += p.profile
-                msgs = p.logs.get("messages") if p.logs else None
-                if msgs:
-                    out += ["", "Worker log warnings/errors (digits as N):", ""]
-                    out += [f"- {c}x `{m}`" for m, c in msgs.most_common(8)]
+    if failures:
+        out += ["", "Failures:", ""]
+        for f in failures:
+            out += ["```", f.strip(), "```", ""]
+    if any(scans.get(lab) for lab in labels):
+        out += ["", "## neardup scan", ""]
+        rows = []
+        for lab in labels:
+            for rep, sc in enumerate(scans.get(lab, [])):
+                rows.append([lab, str(rep + 1), f"{sc.wall_s:.1f}", f"{sc.rate:.1f}",
+                             f"{sc.own_rate:.1f}" if sc.own_rate is not None else "n/a", f"{sc.cpu_s:.1f}",
+                             str(sc.decisions), str(sc.returncode)])
+        out.append(md_table(["code", "repeat", "wall s", "pages/s (wall)", "pages/s (scan's own)", "CPU s",
+                             "decision lines", "exit"], rows))
+        for lab in labels:
+            for sc in scans.get(lab, []):
+                if sc.error:
+                    out += ["", f"scan of `{lab}` failed:", "", "```", sc.error.strip(), "```"]
+    for lab in labels:
+        results = runs.get(lab, [])
+        complete = bool(results) and all(kind in r.get(n, {}) for r in results for n in counts
+                                         for kind in ("throughput", "latency"))
+        if complete and len(counts) > 1:
+            table, notes = comparison(results, counts)
+            out += ["", f"## {lab}: {' vs '.join(map(str, counts[1:]))} vs {counts[0]} worker(s)", "", table]
+            if len(results) > 1:
+                out += ["", "Values per repeat, separated by `/`, in run order (the worker counts alternate)."]
+            out += [""] + [f"- {n}" for n in notes]
+    for lab in labels:
+        for rep, r in enumerate(runs.get(lab, [])):
+            for n in counts:
+                for kind in ("throughput", "latency"):
+                    p = r.get(n, {}).get(kind)
+                    if p is None:
+                        continue
+                    title = f"## {lab}: {n} worker(s), {kind}" + (f" (repeat {rep + 1})" if len(runs[lab]) > 1 else "")
+                    again = (
+                        f" (attempt {p.attempts}: an earlier one lost a worker to a signal from another job)"
+                        if p.attempts > 1
+                        else ""
+                    )
+                    out += [
+                        "",
+                        title,
+                        "",
+                        f"App `{p.app}`{again}; design `{p.design}`; workers ready {p.ready_s:.0f} s after start.",
+                        "",
+                    ]
+                    out.append(md_table(["metric", "value"], [[a, b] for a, b in phase_rows(p)]))
+                    if p.profile:
+                        out += ["", "py-spy profile of the workers' main processes during this phase:", ""]
+                        out += p.profile
+                    msgs = p.logs.get("messages") if p.logs else None
+                    if msgs:
+                        out += ["", "Worker log warnings/errors (digits as N):", ""]
+                        out += [f"- {c}x `{m}`" for m, c in msgs.most_common(8)]
     return "\n".join(out) + "\n"
