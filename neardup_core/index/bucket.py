@@ -191,23 +191,30 @@ def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
 def _candidate_groups(store: Store, probe: Probe, k: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
     """The groups of the probe's bucket that can match its page: (group key, its items up to the
     first entry when the group has a summary, else all of them). Near groups are kept when their
-    fingerprint is within k bits of the page's (Hamming distance is the same after permutation)."""
+    fingerprint is within k bits of the page's (Hamming distance is the same after permutation).
+
+    A group with a summary (its key sorts first) is read no further: the scan starts again past
+    the group, so a probe reads one record of a cluster of any size, not every copy's entry."""
     exact, (lo, hi), mine = _scope(probe)
     groups: list[tuple[bytes, list[tuple[bytes, bytes]]]] = []
     skip: bytes | None = None
-    for key, value in store.scan(lo, hi):
-        group = group_of_key(key)
-        if group == skip:
-            continue
-        if not exact and hamming(permuted_of_key(key), mine) > k:
-            skip = group
-            continue
-        if groups and groups[-1][0] == group:
-            groups[-1][1].append((key, value))
-        else:
-            groups.append((group, [(key, value)]))
-        if key == group:  # a summary: the group's entries after it are not needed
-            skip = group
+    start: bytes | None = lo
+    while start is not None:
+        scan_from, start = start, None
+        for key, value in store.scan(scan_from, hi):
+            group = group_of_key(key)
+            if group == skip:
+                continue
+            summary = key == group
+            if not exact and hamming(permuted_of_key(key), mine) > k:
+                skip = group
+            elif groups and groups[-1][0] == group:
+                groups[-1][1].append((key, value))
+            else:
+                groups.append((group, [(key, value)]))
+            if summary:  # the group's entries after it are not needed: seek past them
+                skip, start = group, group_range(group)[1]
+                break
     return groups
 
 
