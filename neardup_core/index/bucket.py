@@ -247,7 +247,6 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
     best: Match | None = None
     revisions: dict[bytes, Revision] = {}
     own_members: list[PageVersion] = []
-    own_items: list[tuple[bytes, bytes]] = []
     marks: list[bytes] = []
 
     def revise(other: PageVersion) -> None:
@@ -259,7 +258,8 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
     for group, items in _candidate_groups(store, probe, k):  # 1.
         members = _members(store, group, items)
         if group == probe.group:
-            own_members, own_items = members, items
+            own_members = members
+        open_to_revision = {m.version_id for m in undominated(members)} if members else set()
         for other in members:
             if other.version_id == vid or other.url == page.url:
                 continue
@@ -268,8 +268,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
                 continue
             if better_ranked(other, page):
                 best = better(best, found)
-        for other in undominated(members) if members else []:
-            if other.url != page.url and better_ranked(page, other) and match_of(page, other, k) is not None:
+            elif other.version_id in open_to_revision and better_ranked(page, other):
                 revise(other)
                 if group == probe.group:
                     marks.append(other.version_id)
@@ -290,21 +289,13 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
         store.put(record_key, encode_page(page))
     writes: list[tuple[bytes, bytes]] = [(probe.group + m, vid) for m in marks]
     if existed is None:
-        dominator = best.candidate.version_id if best is not None and _same_group(best, page) else b""
-        writes.append((probe.entry_key, dominator))
+        writes.append((probe.entry_key, b""))
     others = [m for m in own_members if m.version_id != vid]
-    if others or len([key for key, _ in own_items if key != probe.group and key != probe.entry_key]) > 0:
+    if others:
         writes.append((probe.group, encode_summary(summary_of([*others, kept]))))
     for key, value in writes:
         store.put(key, value)
     return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best), list(revisions.values())
-
-
-def _same_group(match: Match, page: PageVersion) -> bool:
-    """Whether a match is of the page's own group (same fingerprint, or the same digest)."""
-    other = match.candidate
-    return (other.simhash == page.simhash or other.text_sha256 == page.text_sha256
-            or other.body_sha256 == page.body_sha256)
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int
