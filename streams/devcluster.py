@@ -404,6 +404,60 @@ class Cluster:
 
     # --- what the workers report ------------------------------------------------------------------------
 
+    def group_lag(self) -> dict[str, int]:
+        """`topic:partition` -> messages of the app's input topics the consumer group has not committed,
+        for the partitions where that is more than 0 (what a stalled pipeline leaves behind)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        config = self.settings.confluent_config()
+        admin = AdminClient(config)
+        topics = [self.topic(t) for t in ("pages.fetched", "neardup.gather", "neardup.probes", "neardup.hosts")]
+        meta = admin.list_topics(timeout=20).topics
+        tps = [TopicPartition(t, p) for t in topics if t in meta for p in meta[t].partitions]
+        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.app_id, tps)])
+        committed = {(tp.topic, tp.partition): tp.offset
+                     for tp in future[self.app_id].result(timeout=20).topic_partitions}
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({**config, "group.id": f"devcluster-{uuid.uuid4()}"})
+        try:
+            lag = {}
+            for tp in tps:
+                _, high = consumer.get_watermark_offsets(tp, timeout=10)
+                behind = high - max(committed.get((tp.topic, tp.partition), 0), 0)
+                if behind > 0:
+                    lag[f"{tp.topic}:{tp.partition}"] = behind
+            return lag
+        finally:
+            consumer.close()
+
+    def diagnose(self) -> str:
+        """What a stalled cluster looks like from outside: the group's uncommitted input per partition,
+        each worker's assignment, pending pages and reported lag, and (with `py-spy` on PATH) where each
+        worker's threads are."""
+        lines = ["--- diagnosis ---"]
+        try:
+            lines.append(f"group lag (uncommitted): {self.group_lag()}")
+        except Exception as exc:  # a diagnosis must not hide the failure it explains
+            lines.append(f"group lag: unavailable ({exc!r})")
+        spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+        for name, proc in self.workers.items():
+            try:
+                samples = self.metrics(name)
+                lag = {k: v for k, v in samples.items() if k.startswith("neardup_consumer_lag{") and v}
+                pending = samples.get("neardup_pending_pages")
+                lines.append(f"worker {name}: assigned {sorted(self.assignment(name) or [])}; "
+                             f"pending {pending}; lag {lag}")
+            except OSError as exc:
+                lines.append(f"worker {name}: no metrics ({exc!r})")
+            if spy is not None and proc.poll() is None:
+                dump = subprocess.run([spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True,
+                                      timeout=60, check=False)
+                lines.append(f"py-spy dump of worker {name}:\n{dump.stdout[-6000:]}{dump.stderr[-1000:]}")
+        return "\n".join(lines)
+
+
     def _get(self, name: str, path: str, timeout_s: float) -> bytes:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[name]}{path}", timeout=timeout_s) as resp:
             body: bytes = resp.read()
@@ -555,7 +609,8 @@ class Cluster:
                 self.check_alive()
         finally:
             consumer.close()
-        raise ClusterError(f"timed out after {timeout_s:.0f} s reading {name}: {count} messages\n{self.log_tail()}")
+        raise ClusterError(f"timed out after {timeout_s:.0f} s reading {name}: {count} messages\n"
+                           f"{self.diagnose()}\n{self.log_tail()}")
 
     def read_until(self, topic: str, done: Callable[[list[Decision]], bool], *, timeout_s: float = 360.0,
                    settle_s: float = 3.0) -> list[Decision]:
