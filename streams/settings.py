@@ -1,102 +1,181 @@
-"""All settings, from environment variables with documented defaults (the README lists them)."""
+"""All settings, from environment variables with documented defaults (the README lists them).
+
+Each `NEARDUP_*` variable is read here and nowhere else, and checked when `Settings` is built: a value
+of the wrong type or outside its range raises `SettingError` naming the variable, its value and what is
+allowed (the CLI prints it on one line and exits with 2). The core's knobs are checked by
+`CoreSettings` (their one rule), reported here under their variable's name."""
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from neardup_core.settings import CoreSettings
+from neardup_core.settings import DAY_MS, CoreSettings, SettingError, check_float, check_int
+
+__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "load"]
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+"""What `streams.app.broker_credentials` passes to aiokafka (empty: PLAIN)."""
+_TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]*")
+_BROKER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/,\[\]]+):(\d{1,5})")
 
 
-def _env(name: str, default: str) -> str:
+def _raw(name: str) -> str | None:
+    raw = os.environ.get(name)
+    return None if raw is None or raw.strip() == "" else raw.strip()
+
+
+def _str(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
 def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
+    raw = _raw(name)
+    if raw is None:
         return default
     try:
         return int(raw)
     except ValueError:
-        raise SystemExit(f"{name}={raw!r} is not an integer") from None
+        raise SettingError(name, raw, "must be an integer") from None
 
 
 def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
+    raw = _raw(name)
+    if raw is None:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise SystemExit(f"{name}={raw!r} is not a number") from None
+        raise SettingError(name, raw, "must be a number") from None
+    if not math.isfinite(value):
+        raise SettingError(name, raw, "must be a finite number")
+    return value
+
+
+def _env(name: str, default: Any, parse: Any = _str) -> Any:
+    """A field read from environment variable `name` (its `metadata["env"]`), `default` when unset or empty."""
+    return field(default_factory=lambda: parse(name, default), metadata={"env": name})
 
 
 @dataclass(frozen=True)
 class Settings:
-    broker: str = field(default_factory=lambda: _env("NEARDUP_BROKER", "127.0.0.1:9092"))
+    broker: str = _env("NEARDUP_BROKER", "127.0.0.1:9092")
     """Kafka bootstrap servers, comma-separated (host:port)."""
-    topic_prefix: str = field(default_factory=lambda: _env("NEARDUP_TOPIC_PREFIX", ""))
+    topic_prefix: str = _env("NEARDUP_TOPIC_PREFIX", "")
     """Prepended to every topic name, e.g. `crawl1.` gives `crawl1.pages.fetched`."""
-    app_id: str = field(default_factory=lambda: _env("NEARDUP_APP_ID", "neardup"))
+    app_id: str = _env("NEARDUP_APP_ID", "neardup")
     """Faust app id: the consumer group and the prefix of its changelog topics."""
-    data_dir: Path = field(default_factory=lambda: Path(_env("NEARDUP_DATA_DIR", "neardup-data")))
+    data_dir: Path = field(default_factory=lambda: Path(_str("NEARDUP_DATA_DIR", "neardup-data")),
+                           metadata={"env": "NEARDUP_DATA_DIR"})
     """Where a worker keeps its RocksDB tables; one per worker on a machine."""
-    web_port: int = field(default_factory=lambda: _int("NEARDUP_WEB_PORT", 6066))
+    web_port: int = _env("NEARDUP_WEB_PORT", 6066, _int)
     """The worker's web port: /health and /metrics (Prometheus)."""
-    partitions: int = field(default_factory=lambda: _int("NEARDUP_PARTITIONS", 0))
+    partitions: int = _env("NEARDUP_PARTITIONS", 0, _int)
     """Partitions of the internal topics; 0 = `topics create`: 8, worker: read from the broker."""
-    k: int = field(default_factory=lambda: _int("NEARDUP_K", 3))
+    k: int = _env("NEARDUP_K", 3, _int)
     """Hamming distance (bits of 64) within which two main texts are near-duplicates."""
-    tables: str = field(default_factory=lambda: _env("NEARDUP_TABLES", "auto"))
+    tables: str = _env("NEARDUP_TABLES", "auto")
     """Table design: `auto` (from k and NEARDUP_EXPECTED_PAGES) or a name such as `k3-b6`."""
-    expected_pages: int = field(default_factory=lambda: _int("NEARDUP_EXPECTED_PAGES", 1_000_000))
+    expected_pages: int = _env("NEARDUP_EXPECTED_PAGES", 1_000_000, _int)
     """Expected number of stored pages, for `auto` table designs."""
-    index_cache_mb: int = field(default_factory=lambda: _int("NEARDUP_INDEX_CACHE_MB", 32))
+    index_cache_mb: int = _env("NEARDUP_INDEX_CACHE_MB", 32, _int)
     """RocksDB block cache of the index table, per partition store (MiB); deploy/DEPLOY.md sizes memory with 32."""
-    max_body_bytes: int = field(default_factory=lambda: _int("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024))
+    max_body_bytes: int = _env("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024, _int)
     """Bodies larger than this are rejected."""
-    shingle_size: int = field(default_factory=lambda: _int("NEARDUP_SHINGLE_SIZE", 2))
-    min_features: int = field(default_factory=lambda: _int("NEARDUP_MIN_FEATURES", 8))
+    shingle_size: int = _env("NEARDUP_SHINGLE_SIZE", 2, _int)
+    min_features: int = _env("NEARDUP_MIN_FEATURES", 8, _int)
     """Pages with fewer distinct shingles are checked by digest only."""
-    decision_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_DECISION_TIMEOUT_S", 30.0))
+    decision_timeout_s: float = _env("NEARDUP_DECISION_TIMEOUT_S", 30.0, _float)
     """After this, a page whose probes have not all answered is decided provisionally."""
-    tick_interval_s: float = field(default_factory=lambda: _float("NEARDUP_TICK_INTERVAL_S", 5.0))
-    batch_max: int = field(default_factory=lambda: _int("NEARDUP_BATCH_MAX", 256))
+    tick_interval_s: float = _env("NEARDUP_TICK_INTERVAL_S", 5.0, _float)
+    batch_max: int = _env("NEARDUP_BATCH_MAX", 256, _int)
     """Fetched pages the worker takes at a time: their probes, answers and state changes travel in
     one record per partition, so larger batches cost fewer Kafka records per page."""
-    batch_wait_s: float = field(default_factory=lambda: _float("NEARDUP_BATCH_WAIT_S", 0.2))
+    batch_wait_s: float = _env("NEARDUP_BATCH_WAIT_S", 0.2, _float)
     """How long a batch of fetched pages waits to fill before it goes (latency against records per page)."""
-    extract_processes: int = field(default_factory=lambda: _int("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1))
+    extract_processes: int = _env("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1, _int)
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
-    session_timeout_s: float = field(default_factory=lambda: _float("NEARDUP_SESSION_TIMEOUT_S", 60.0))
+    session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
     """How long the group waits for a silent worker before giving its partitions to others."""
-    group_instance_id: str = field(default_factory=lambda: _env("NEARDUP_GROUP_INSTANCE_ID", ""))
+    group_instance_id: str = _env("NEARDUP_GROUP_INSTANCE_ID", "")
     """Static group membership (e.g. the pod name): a restart within the session timeout keeps
     the worker's partitions without a rebalance."""
-    host_window_s: int = field(default_factory=lambda: _int("NEARDUP_HOST_WINDOW_S", 3600))
+    host_window_s: int = _env("NEARDUP_HOST_WINDOW_S", 3600, _int)
     """Window of the per-host statistics, by fetch time."""
-    security_protocol: str = field(default_factory=lambda: _env("NEARDUP_SECURITY_PROTOCOL", "PLAINTEXT"))
-    sasl_mechanism: str = field(default_factory=lambda: _env("NEARDUP_SASL_MECHANISM", ""))
-    sasl_username: str = field(default_factory=lambda: _env("NEARDUP_SASL_USERNAME", ""))
-    sasl_password: str = field(default_factory=lambda: _env("NEARDUP_SASL_PASSWORD", ""))
-    ssl_cafile: str = field(default_factory=lambda: _env("NEARDUP_SSL_CAFILE", ""))
-    ssl_certfile: str = field(default_factory=lambda: _env("NEARDUP_SSL_CERTFILE", ""))
-    ssl_keyfile: str = field(default_factory=lambda: _env("NEARDUP_SSL_KEYFILE", ""))
+    security_protocol: str = _env("NEARDUP_SECURITY_PROTOCOL", "PLAINTEXT")
+    sasl_mechanism: str = _env("NEARDUP_SASL_MECHANISM", "")
+    sasl_username: str = _env("NEARDUP_SASL_USERNAME", "")
+    sasl_password: str = _env("NEARDUP_SASL_PASSWORD", "")
+    ssl_cafile: str = _env("NEARDUP_SSL_CAFILE", "")
+    ssl_certfile: str = _env("NEARDUP_SSL_CERTFILE", "")
+    ssl_keyfile: str = _env("NEARDUP_SSL_KEYFILE", "")
+
+    def __post_init__(self) -> None:
+        """Every rule of the streams' own settings, then the core's (by building `core`)."""
+        e = env_name
+        brokers = [_BROKER.fullmatch(b.strip()) for b in self.broker.split(",")] if isinstance(self.broker, str) \
+            else [None]
+        if not all(m and 1 <= int(m[2]) <= 65535 for m in brokers):
+            raise SettingError(e("broker"), self.broker, "must be host:port[,host:port...] with ports 1 to 65535")
+        if not isinstance(self.topic_prefix, str) or not _TOPIC_CHARS.fullmatch(self.topic_prefix) \
+                or len(self.topic_prefix) > 200:
+            raise SettingError(e("topic_prefix"), self.topic_prefix,
+                               "must be at most 200 of the characters a Kafka topic name allows: A-Z a-z 0-9 . _ -")
+        if not isinstance(self.app_id, str) or not self.app_id or not _TOPIC_CHARS.fullmatch(self.app_id) \
+                or len(self.app_id) > 200:
+            raise SettingError(e("app_id"), self.app_id,
+                               "must be 1 to 200 of the characters a Kafka topic name allows: A-Z a-z 0-9 . _ -")
+        if not isinstance(self.data_dir, Path):
+            raise SettingError(e("data_dir"), self.data_dir, "must be a path")
+        check_int(e("web_port"), self.web_port, 1, 65535)
+        check_int(e("partitions"), self.partitions, 0, 10_000)
+        check_int(e("index_cache_mb"), self.index_cache_mb, 1, 1 << 20)
+        check_float(e("tick_interval_s"), self.tick_interval_s, 0.0, 3600.0, low_open=True)
+        check_int(e("batch_max"), self.batch_max, 1, 100_000)
+        check_float(e("batch_wait_s"), self.batch_wait_s, 0.0, 60.0, low_open=True)
+        check_int(e("extract_processes"), self.extract_processes, 0, 256)
+        # Kafka brokers' defaults: group.min.session.timeout.ms 6 s, group.max.session.timeout.ms 30 min
+        check_float(e("session_timeout_s"), self.session_timeout_s, 6.0, 1800.0)
+        if not isinstance(self.group_instance_id, str) or not _TOPIC_CHARS.fullmatch(self.group_instance_id) \
+                or len(self.group_instance_id) > 249:
+            raise SettingError(e("group_instance_id"), self.group_instance_id,
+                               "must be empty or up to 249 of A-Z a-z 0-9 . _ -")
+        if not isinstance(self.security_protocol, str) or self.security_protocol.upper() not in SECURITY_PROTOCOLS:
+            raise SettingError(e("security_protocol"), self.security_protocol,
+                               f"must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        if not isinstance(self.sasl_mechanism, str) or (self.sasl_mechanism
+                                                        and self.sasl_mechanism.upper() not in SASL_MECHANISMS):
+            raise SettingError(e("sasl_mechanism"), self.sasl_mechanism,
+                               f"must be empty (PLAIN) or one of {', '.join(SASL_MECHANISMS)}")
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path and not os.path.isfile(path):
+                raise SettingError(e(name), path, "must name a readable file")
+        self.core  # noqa: B018  (the core's rules)
 
     @cached_property
     def core(self) -> CoreSettings:
         """The core's settings, built once: what every stage of scan and the stream decides with."""
+        timeout_s = self.decision_timeout_s
+        timeout_rule = f"must be a number of seconds from 0.001 to {DAY_MS // 1000}"
+        if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or not math.isfinite(timeout_s):
+            raise SettingError(env_name("decision_timeout_s"), timeout_s, timeout_rule)
         try:
             return CoreSettings(k=self.k, tables=self.tables, expected_pages=self.expected_pages,
                                 shingle_size=self.shingle_size, min_features=self.min_features,
                                 max_body_bytes=self.max_body_bytes,
-                                decision_timeout_ms=int(self.decision_timeout_s * 1000),
+                                decision_timeout_ms=round(timeout_s * 1000),
                                 host_window_s=self.host_window_s)
-        except ValueError as exc:
-            raise SystemExit(f"NEARDUP_TABLES={self.tables}, NEARDUP_K={self.k}: {exc}") from None
+        except SettingError as exc:
+            if exc.name == "decision_timeout_ms":  # the core's rule, in the variable's unit
+                raise SettingError(env_name("decision_timeout_s"), timeout_s, timeout_rule) from None
+            raise SettingError(env_name(exc.name), getattr(self, exc.name), exc.rule) from None
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
@@ -112,5 +191,14 @@ class Settings:
         return conf
 
 
+_ENV_NAMES: dict[str, str] = {f.name: f.metadata["env"] for f in fields(Settings)}
+
+
+def env_name(field_name: str) -> str:
+    """The environment variable a field of `Settings` is read from (`NEARDUP_...`)."""
+    return _ENV_NAMES[field_name]
+
+
 def load() -> Settings:
+    """The settings from the environment; `SettingError` when one is invalid."""
     return Settings()

@@ -10,13 +10,24 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from streams.settings import load
+from streams.settings import SettingError, Settings
+from streams.settings import load as load_settings
 
 app = typer.Typer(help="Streaming near-duplicate detection for web crawlers.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 topics_app = typer.Typer(help="Create or list neardup's Kafka topics.", no_args_is_help=True)
 app.add_typer(topics_app, name="topics")
 err = Console(stderr=True)
+
+
+def load() -> Settings:
+    """The settings from the environment; an invalid one ends the command with one line on stderr and
+    exit code 2 (as for a bad option), before anything starts."""
+    try:
+        return load_settings()
+    except SettingError as exc:
+        print(f"neardup: invalid setting {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -26,8 +37,8 @@ def scan(
     out: Annotated[Path, typer.Option("--out", help="decisions, one JSON line each (revisions are later lines)")],
     rejects: Annotated[Path | None, typer.Option("--rejects", help="bad events with their reasons")] = None,
     hosts: Annotated[Path | None, typer.Option("--hosts", help="host signals, one JSON line each")] = None,
-    processes: Annotated[int | None, typer.Option(help="extraction processes (default: NEARDUP_EXTRACT_PROCESSES)")]
-    = None,
+    processes: Annotated[int | None, typer.Option(
+        min=0, help="extraction processes (default: NEARDUP_EXTRACT_PROCESSES)")] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Deduplicate files on this machine, without Kafka: the same decisions as the workers."""
