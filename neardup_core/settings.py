@@ -9,6 +9,7 @@ name."""
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,7 +24,8 @@ class SettingError(ValueError):
 
     def __init__(self, name: str, value: object, rule: str) -> None:
         self.name, self.value, self.rule = name, value, rule
-        super().__init__(f"{name}={value!r}: {rule}")
+        shown = shlex.quote(value) if isinstance(value, str) else repr(value)  # as a shell would take it back
+        super().__init__(f"{name}={shown}: {rule}")
 
 
 def check_int(name: str, value: object, low: int, high: int | None = None) -> int:

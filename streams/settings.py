@@ -32,7 +32,8 @@ def _raw(name: str) -> str | None:
 
 
 def _str(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+    raw = os.environ.get(name)
+    return default if raw is None or raw == "" else raw
 
 
 def _int(name: str, default: int) -> int:
@@ -200,5 +201,12 @@ def env_name(field_name: str) -> str:
 
 
 def load() -> Settings:
-    """The settings from the environment; `SettingError` when one is invalid."""
-    return Settings()
+    """The settings from the environment; `SettingError` when one is invalid, with the value as it was
+    written in the environment."""
+    try:
+        return Settings()
+    except SettingError as exc:
+        raw = os.environ.get(exc.name)
+        if raw is None or raw == exc.value:
+            raise
+        raise SettingError(exc.name, raw, exc.rule) from None

@@ -1,0 +1,150 @@
+"""Settings are checked when built: every invalid NEARDUP_* value is refused with the variable's name, its
+value and what is allowed; the defaults are valid; the README's settings table lists every variable with
+the code's default."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from neardup_core.settings import CoreSettings, SettingError
+from streams.settings import Settings, env_name, load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("NEARDUP_"):
+            monkeypatch.delenv(name)
+
+
+def test_the_defaults_are_valid() -> None:
+    settings = load()
+    assert settings.core == CoreSettings()
+    assert settings.shingle_size == 2 and settings.k == 3 and settings.batch_max == 256
+    CoreSettings(k=0)
+    CoreSettings(k=32)
+
+
+def test_an_empty_variable_means_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NEARDUP_SHINGLE_SIZE", "NEARDUP_BROKER", "NEARDUP_BATCH_WAIT_S", "NEARDUP_APP_ID"):
+        monkeypatch.setenv(name, "")
+    assert load() == Settings()
+
+
+VALID = [
+    ("NEARDUP_SHINGLE_SIZE", "1"), ("NEARDUP_SHINGLE_SIZE", "16"), ("NEARDUP_K", "0"), ("NEARDUP_K", "7"),
+    ("NEARDUP_EXTRACT_PROCESSES", "0"), ("NEARDUP_PARTITIONS", "0"), ("NEARDUP_BATCH_WAIT_S", "0.01"),
+    ("NEARDUP_SESSION_TIMEOUT_S", "6"), ("NEARDUP_BROKER", "a:1,b.example:9092,[::1]:9093"),
+    ("NEARDUP_TABLES", "k3-b6"), ("NEARDUP_TOPIC_PREFIX", "crawl1."), ("NEARDUP_DECISION_TIMEOUT_S", "0.5"),
+    ("NEARDUP_SECURITY_PROTOCOL", "sasl_ssl"), ("NEARDUP_SASL_MECHANISM", "SCRAM-SHA-512"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), VALID)
+def test_values_in_range_are_accepted(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    load()
+
+
+INVALID = [
+    ("NEARDUP_SHINGLE_SIZE", "0"), ("NEARDUP_SHINGLE_SIZE", "-2"), ("NEARDUP_SHINGLE_SIZE", "17"),
+    ("NEARDUP_SHINGLE_SIZE", "two"), ("NEARDUP_SHINGLE_SIZE", "2.5"),
+    ("NEARDUP_K", "-1"), ("NEARDUP_K", "33"), ("NEARDUP_K", "x"),
+    ("NEARDUP_TABLES", "k4-b6"), ("NEARDUP_TABLES", "fast"), ("NEARDUP_TABLES", "k3-b99"),
+    ("NEARDUP_EXPECTED_PAGES", "0"),
+    ("NEARDUP_MIN_FEATURES", "0"), ("NEARDUP_MIN_FEATURES", "-8"),
+    ("NEARDUP_MAX_BODY_BYTES", "0"), ("NEARDUP_MAX_BODY_BYTES", "-1"), ("NEARDUP_MAX_BODY_BYTES", "5MB"),
+    ("NEARDUP_MAX_BODY_BYTES", str(2 << 30)),
+    ("NEARDUP_DECISION_TIMEOUT_S", "0"), ("NEARDUP_DECISION_TIMEOUT_S", "-5"), ("NEARDUP_DECISION_TIMEOUT_S", "nan"),
+    ("NEARDUP_DECISION_TIMEOUT_S", "inf"), ("NEARDUP_DECISION_TIMEOUT_S", "1e9"), ("NEARDUP_DECISION_TIMEOUT_S", "30s"),
+    ("NEARDUP_HOST_WINDOW_S", "0"), ("NEARDUP_HOST_WINDOW_S", "-3600"),
+    ("NEARDUP_TICK_INTERVAL_S", "0"), ("NEARDUP_TICK_INTERVAL_S", "-1"),
+    ("NEARDUP_BATCH_MAX", "0"), ("NEARDUP_BATCH_MAX", "-256"), ("NEARDUP_BATCH_MAX", "1000000"),
+    ("NEARDUP_BATCH_WAIT_S", "0"), ("NEARDUP_BATCH_WAIT_S", "-0.2"), ("NEARDUP_BATCH_WAIT_S", "61"),
+    ("NEARDUP_EXTRACT_PROCESSES", "-1"), ("NEARDUP_EXTRACT_PROCESSES", "1000"),
+    ("NEARDUP_SESSION_TIMEOUT_S", "0"), ("NEARDUP_SESSION_TIMEOUT_S", "5"), ("NEARDUP_SESSION_TIMEOUT_S", "3600"),
+    ("NEARDUP_WEB_PORT", "0"), ("NEARDUP_WEB_PORT", "65536"), ("NEARDUP_WEB_PORT", "http"),
+    ("NEARDUP_PARTITIONS", "-1"), ("NEARDUP_PARTITIONS", "100000"),
+    ("NEARDUP_INDEX_CACHE_MB", "0"), ("NEARDUP_INDEX_CACHE_MB", "-32"),
+    ("NEARDUP_BROKER", "localhost"), ("NEARDUP_BROKER", "a:9092,,b:9092"), ("NEARDUP_BROKER", "a:0"),
+    ("NEARDUP_BROKER", "kafka://a:9092"), ("NEARDUP_BROKER", "a:99999"),
+    ("NEARDUP_TOPIC_PREFIX", "crawl 1/"), ("NEARDUP_APP_ID", "my app"),
+    ("NEARDUP_GROUP_INSTANCE_ID", "pod 0"),
+    ("NEARDUP_SECURITY_PROTOCOL", "TLS"), ("NEARDUP_SASL_MECHANISM", "KERBEROS"),
+    ("NEARDUP_SSL_CAFILE", "/nonexistent/ca.pem"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), INVALID)
+def test_an_invalid_value_is_refused_with_the_variable_its_value_and_the_rule(
+        monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingError) as caught:
+        load()
+    message = str(caught.value)
+    assert caught.value.name == name
+    assert message.startswith(f"{name}=")
+    assert value in message  # the value as given (or as parsed: "0" for 0, "0.0" for 0.0 contain it)
+    assert re.search(r"must|design|k=", message), message  # says what is allowed
+
+
+def test_every_setting_has_one_variable() -> None:
+    names = [env_name(f.name) for f in dataclasses.fields(Settings)]
+    assert len(set(names)) == len(names)
+    assert all(n.startswith("NEARDUP_") for n in names)
+
+
+CORE_INVALID = [
+    ("k", -1), ("k", 33), ("k", "3"), ("k", True), ("shingle_size", 0), ("shingle_size", -1), ("shingle_size", 2.0),
+    ("min_features", 0), ("expected_pages", 0), ("max_body_bytes", 0), ("decision_timeout_ms", 0),
+    ("host_window_s", 0), ("tables", "nope"), ("tables", "k4-b6"), ("tables", None),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), CORE_INVALID)
+def test_core_settings_refuse_invalid_values_naming_the_field(name: str, value: object) -> None:
+    with pytest.raises(SettingError) as caught:
+        CoreSettings(**{name: value})  # type: ignore[arg-type]
+    assert caught.value.name == name
+    assert isinstance(caught.value, ValueError)  # what callers catching ValueError before still catch
+
+
+def test_a_settings_object_built_in_code_is_checked_too() -> None:
+    with pytest.raises(SettingError, match="NEARDUP_SHINGLE_SIZE=0"):
+        Settings(shingle_size=0)
+    with pytest.raises(SettingError, match="NEARDUP_BATCH_MAX"):
+        dataclasses.replace(Settings(), batch_max=0)
+
+
+def _readme_settings() -> dict[str, str]:
+    """Each variable of the README's settings table and its default cell."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        if line.startswith("| `NEARDUP_"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            for name in re.findall(r"`(NEARDUP_[A-Z_]+)`", cells[0]):
+                rows[name] = cells[1]
+    return rows
+
+
+def test_the_readme_table_lists_every_variable_with_its_default() -> None:
+    rows = _readme_settings()
+    defaults = Settings()
+    for f in dataclasses.fields(Settings):
+        name = env_name(f.name)
+        assert name in rows, f"{name} is missing from the README's settings table"
+        cell = rows[name]
+        value = getattr(defaults, f.name)
+        if isinstance(value, int | float) and cell.startswith("`") and f.name != "extract_processes":
+            assert float(cell.strip("`")) == value, f"README default of {name}: {cell}, code: {value}"
+        elif isinstance(value, str) and value and cell.startswith("`"):
+            assert cell.strip("`") == value, f"README default of {name}: {cell}, code: {value}"
