@@ -161,6 +161,6 @@ def _promote_heading(paragraphs: list[FastParagraph], classes: list[str], i: int
         distance += paragraphs[j]._length
 
 
-def justext(html: str, stoplist: frozenset[str]) -> list[FastParagraph]:
-    """What `justext.justext(html, stoplist)` returns for a text `html`, faster."""
+def justext(html: str | bytes, stoplist: frozenset[str]) -> list[FastParagraph]:
+    """What `justext.justext(html, stoplist)` returns for `html` (text or bytes), faster."""
     return classify(paragraphs_of(html), stoplist)

@@ -21,18 +21,25 @@ _REMOVE = frozenset(REMOVE_TAGS)
 _FULL_HTML = re.compile(r"^\s*<(?:html|!doctype)", re.IGNORECASE)
 
 
-def parse_root(html: str) -> etree._Element:
+def declared_bytes(html: str, raw: bytes | None) -> tuple[bytes, str | None]:
+    """What stock jusText parses when lxml refuses `html` (a string with an XML encoding declaration):
+    the bytes it was decoded from, left to libxml2's own detection, else its UTF-8 bytes, said to be
+    UTF-8."""
+    return (raw, None) if raw is not None else (html.encode("utf-8", "replace"), "utf-8")
+
+
+def parse_root(html: str, *, raw: bytes | None = None) -> etree._Element:
     """The element `lxml.html.fromstring` returns for `html` (the document, or the single fragment
     element, or a div/span around several), built from plain lxml elements.
 
     A string with an XML encoding declaration cannot be parsed as text; like jusText, it is parsed
-    from its UTF-8 bytes, but told they are UTF-8. Raises `etree.ParserError` for a document without
-    elements.
+    from `declared_bytes`. Raises `etree.ParserError` for a document without elements.
     """
     try:
         doc = etree.fromstring(html, etree.HTMLParser())
     except ValueError:
-        doc = etree.fromstring(html.encode("utf-8", "replace"), etree.HTMLParser(encoding="utf-8"))
+        data, encoding = declared_bytes(html, raw)
+        doc = etree.fromstring(data, etree.HTMLParser(encoding=encoding))
     if doc is None:
         raise etree.ParserError("Document is empty")
     if _FULL_HTML.match(html):

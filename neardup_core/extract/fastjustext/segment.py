@@ -11,11 +11,18 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from justext.core import PARAGRAPH_TAGS
+from justext.core import PARAGRAPH_TAGS, decode_html
 from lxml import etree
 from lxml.html import defs
 
-from neardup_core.extract.fastjustext.clean import _FULL_HTML, KILL_TAGS, REMOVE_TAGS, clean, parse_root
+from neardup_core.extract.fastjustext.clean import (
+    _FULL_HTML,
+    KILL_TAGS,
+    REMOVE_TAGS,
+    clean,
+    declared_bytes,
+    parse_root,
+)
 from neardup_core.extract.fastjustext.paragraphs import FastParagraph, Paragraphs, _Elements
 from neardup_core.extract.fastjustext.whitespace import _normalized_length
 
@@ -415,8 +422,9 @@ def _kinds(extra_kill: tuple[str, ...]) -> Mapping[str, int]:
     return {**_TAG_KINDS, **dict.fromkeys(extra_kill, _KILLED)} if extra_kill else _TAG_KINDS
 
 
-def _streamed(html: str, extra_kill: tuple[str, ...] = ()) -> Paragraphs | None:
-    """The paragraphs of `html` made while parsing, or None when `html` needs the tree path."""
+def _streamed(html: str, extra_kill: tuple[str, ...] = (), raw: bytes | None = None) -> Paragraphs | None:
+    """The paragraphs of `html` (decoded from `raw`, if given) made while parsing, or None when
+    `html` needs the tree path."""
     full = bool(_FULL_HTML.match(html))
     shape = None if full else _Shape()
     parser, target = _reusable(extra_kill, not full)
@@ -427,8 +435,8 @@ def _streamed(html: str, extra_kill: tuple[str, ...] = ()) -> Paragraphs | None:
         except ValueError:  # a string with an XML encoding declaration: see `parse_root`
             shape = None if full else _Shape()
             target.reset(shape)
-            paragraphs = etree.fromstring(html.encode("utf-8", "replace"),
-                                          etree.HTMLParser(target=target, encoding="utf-8"))
+            data, encoding = declared_bytes(html, raw)
+            paragraphs = etree.fromstring(data, etree.HTMLParser(target=target, encoding=encoding))
         if not target.facts["elements"]:
             raise etree.ParserError("Document is empty")
     finally:
@@ -436,15 +444,19 @@ def _streamed(html: str, extra_kill: tuple[str, ...] = ()) -> Paragraphs | None:
     return paragraphs if shape is None else _rerooted(paragraphs, shape, _kinds(extra_kill))
 
 
-def paragraphs_of(html: str, *, extra_kill: tuple[str, ...] = ()) -> Paragraphs:
+def paragraphs_of(html: str | bytes, *, extra_kill: tuple[str, ...] = ()) -> Paragraphs:
     """jusText's paragraphs of `html`, not yet classified; `extra_kill` names more elements to drop
-    with their content (the fallback drops ``noscript``).
+    with their content (the fallback drops ``noscript``). Bytes are decoded as stock jusText decodes
+    them (`justext.core.decode_html`: a meta charset, else UTF-8, else UTF-8 with replacements; a
+    text with an XML encoding declaration is parsed from the bytes, see `clean.declared_bytes`).
 
     Raises `lxml.etree.ParserError` for a document without elements.
     """
-    paragraphs = _streamed(html, extra_kill)
+    raw = html if isinstance(html, bytes) else None
+    text = str(decode_html(html)) if isinstance(html, bytes) else html
+    paragraphs = _streamed(text, extra_kill, raw)
     if paragraphs is None:
-        root = parse_root(html)
+        root = parse_root(text, raw=raw)
         if root.tag.__class__ is not str:  # a lone comment chosen as the root: no content
             return Paragraphs()
         clean(root, extra_kill)
