@@ -26,9 +26,6 @@ import asyncio
 import functools
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast
 
@@ -43,6 +40,7 @@ from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.settings import CoreSettings
 from neardup_core.store.overlay import Overlay
 from streams import metrics, records
+from streams.pool import extraction_pool
 from streams.records import GatherMessage, HostChange, partition_of
 from streams.stores import PartitionView
 
@@ -86,20 +84,6 @@ class Tables:
     urls: TableT[bytes, bytes]
     index: TableT[bytes, bytes]
     hosts: TableT[bytes, bytes]
-
-
-@contextmanager
-def extraction_pool(processes: int) -> Iterator[Executor | None]:
-    """Processes for fingerprinting while the fingerprint agent runs; None (the event loop's
-    default executor) when `processes` is 0."""
-    if processes <= 0:
-        yield None
-        return
-    pool = ProcessPoolExecutor(processes)
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Agents:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -22,6 +22,7 @@ from neardup_core.hosts.tracker import HostTracker
 from neardup_core.ingest.files import RawEvent, count_events, read_events
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
+from streams.pool import new_pool
 from streams.settings import Settings
 
 T = TypeVar("T")
@@ -106,7 +107,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     totals = [count_events(p) for p in files]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     items = ((event, core) for event in _events(files))
-    pool = ProcessPoolExecutor(processes) if processes > 1 else None
+    pool = new_pool(processes) if processes > 1 else None  # its processes die with this one
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
     out.parent.mkdir(parents=True, exist_ok=True)
