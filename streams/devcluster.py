@@ -446,15 +446,16 @@ class Cluster:
             try:
                 samples = self.metrics(name)
                 lag = {k: v for k, v in samples.items() if k.startswith("neardup_consumer_lag{") and v}
-                pending = samples.get("neardup_pending_pages")
-                lines.append(f"worker {name}: assigned {sorted(self.assignment(name) or [])}; "
-                             f"pending {pending}; lag {lag}")
+                shown = ("neardup_pages_total", "neardup_pending_pages", "neardup_probes_total",
+                         "neardup_decisions_total")
+                counts = {k: v for k, v in samples.items() if k.split("{", 1)[0] in shown}
+                lines.append(f"worker {name}: {counts}; assigned {sorted(self.assignment(name) or [])}; lag {lag}")
             except OSError as exc:
                 lines.append(f"worker {name}: no metrics ({exc!r})")
             if spy is not None and proc.poll() is None:
-                dump = subprocess.run([spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True,
-                                      timeout=60, check=False)
-                lines.append(f"py-spy dump of worker {name}:\n{dump.stdout[-6000:]}{dump.stderr[-1000:]}")
+                dump = subprocess.run([spy, "dump", "--subprocesses", "--pid", str(proc.pid)], capture_output=True,
+                                      text=True, timeout=60, check=False)
+                lines.append(f"py-spy dump of worker {name}:\n{dump.stdout[-12000:]}{dump.stderr[-1000:]}")
         return "\n".join(lines)
 
 
