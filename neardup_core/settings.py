@@ -51,6 +51,8 @@ def check_float(name: str, value: object, low: float, high: float, *, low_open: 
 MAX_K = 32
 """Two random 64-bit fingerprints differ in about 32 bits: a larger k matches unrelated pages."""
 MAX_SHINGLE_SIZE = 16
+MAX_BANDS = 64
+MAX_ROWS = 32
 DAY_MS = 86_400_000
 YEAR_S = 366 * 86_400
 
@@ -75,6 +77,15 @@ class CoreSettings:
     """After this, a page whose probes have not all answered is decided provisionally: 1 ms to a day."""
     host_window_s: int = 3600
     """Window of the per-host statistics, by fetch time: 1 s to a year."""
+    minhash: bool = False
+    """MinHash signatures and LSH band tables beside the SimHash: near also means sharing a band
+    with a Jaccard estimate >= `jaccard`."""
+    bands: int = 16
+    """LSH bands (one more table each) when `minhash` is on: 1 to 64."""
+    rows: int = 4
+    """Rows (8-bit minima) per band: 1 to 32; the signature has bands * rows rows."""
+    jaccard: float = 0.5
+    """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
 
     def __post_init__(self) -> None:
         check_int("k", self.k, 0, MAX_K)
@@ -84,6 +95,13 @@ class CoreSettings:
         check_int("max_body_bytes", self.max_body_bytes, 1, 1 << 30)
         check_int("decision_timeout_ms", self.decision_timeout_ms, 1, DAY_MS)
         check_int("host_window_s", self.host_window_s, 1, YEAR_S)
+        if not isinstance(self.minhash, bool):
+            raise SettingError("minhash", self.minhash, "must be true or false")
+        check_int("bands", self.bands, 1, MAX_BANDS)
+        check_int("rows", self.rows, 1, MAX_ROWS)
+        check_float("jaccard", self.jaccard, 0.0, 1.0, low_open=True)
+        if abs(self.jaccard * 100 - round(self.jaccard * 100)) > 1e-9:
+            raise SettingError("jaccard", self.jaccard, "must be a multiple of 0.01 (it names the index)")
         if not isinstance(self.tables, str):
             raise SettingError("tables", self.tables, "must be `auto` or a design name such as `k3-b6`")
         try:

@@ -59,6 +59,17 @@ def _float(name: str, default: float) -> float:
     return value
 
 
+def _bool(name: str, default: bool) -> bool:
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SettingError(name, raw, "must be true or false (1/0, yes/no, on/off)")
+
+
 def _env(name: str, default: Any, parse: Any = _str) -> Any:
     """A field read from environment variable `name` (its `metadata["env"]`), `default` when unset or empty."""
     return field(default_factory=lambda: parse(name, default), metadata={"env": name})
@@ -92,6 +103,14 @@ class Settings:
     shingle_size: int = _env("NEARDUP_SHINGLE_SIZE", 2, _int)
     min_features: int = _env("NEARDUP_MIN_FEATURES", 8, _int)
     """Pages with fewer distinct shingles are checked by digest only."""
+    minhash: bool = _env("NEARDUP_MINHASH", False, _bool)
+    """MinHash signatures and LSH band tables beside the SimHash."""
+    bands: int = _env("NEARDUP_BANDS", 16, _int)
+    """LSH bands (one more table each) when MinHash is on."""
+    rows: int = _env("NEARDUP_ROWS", 4, _int)
+    """Rows per LSH band."""
+    jaccard: float = _env("NEARDUP_JACCARD", 0.5, _float)
+    """The Jaccard estimate at or above which a page sharing a band is near (in hundredths)."""
     decision_timeout_s: float = _env("NEARDUP_DECISION_TIMEOUT_S", 30.0, _float)
     """After this, a page whose probes have not all answered is decided provisionally."""
     tick_interval_s: float = _env("NEARDUP_TICK_INTERVAL_S", 5.0, _float)
@@ -170,6 +189,7 @@ class Settings:
         try:
             return CoreSettings(k=self.k, tables=self.tables, expected_pages=self.expected_pages,
                                 shingle_size=self.shingle_size, min_features=self.min_features,
+                                minhash=self.minhash, bands=self.bands, rows=self.rows, jaccard=self.jaccard,
                                 max_body_bytes=self.max_body_bytes,
                                 decision_timeout_ms=round(timeout_s * 1000),
                                 host_window_s=self.host_window_s)
