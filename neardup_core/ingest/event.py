@@ -1,4 +1,10 @@
-"""The input event (`pages.fetched`): parsing and validation, with a clear reason for each refusal."""
+"""The input event (`pages.fetched`): parsing and validation, with a clear reason for each refusal.
+
+A `body_b64` whose `headers` name a Content-Encoding is inflated here (`content.py`, capped at the
+body cap), so every later step sees the payload; a text `body` is taken as decoded already. An
+event with a `revisit` object (a WARC revisit record) carries the payload of the capture it refers
+to; without one it is refused, naming what it referred to.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,14 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from neardup_core.ingest.content import ContentError, content_coding, decode_content
 from neardup_core.timefmt import rfc3339_to_ms
 
 MIN_TIME_MS = 788_918_400_000  # 1995-01-01: before that, a fetch time is a bug
 MAX_TIME_MS = 4_102_444_800_000  # 2100-01-01
 DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
 _MIME = re.compile(r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$")
+REVISIT_FIELDS = ("refers_to", "refers_to_uri", "refers_to_date", "payload_digest")
 
 
 class EventError(ValueError):
@@ -71,12 +79,41 @@ def validate_event(data: Any, *, key: bytes | None = None, timestamp_ms: int | N
         raise EventError(f"'url' is not an absolute http(s) URL: {url[:200]!r}")
     if key is not None and key.decode("utf-8", "replace") != url:
         raise EventError(f"record key {key[:200]!r} disagrees with the event's url {url[:200]!r}")
+    revisit = _revisit(data.get("revisit"))
+    if revisit is not None and data.get("body") is None and data.get("body_b64") is None:
+        raise EventError(_unresolved(revisit))
     body = _body_of(data, max_body_bytes)
+    headers = _headers(data.get("headers"))
+    if data.get("body") is None:  # a text `body` was decoded already; `body_b64` holds the bytes as sent
+        body = _payload(body, headers, max_body_bytes)
     return FetchedPage(
         url=url, body=body, fetched_at_ms=_fetched_at(data.get("fetched_at"), timestamp_ms),
         status=_int_field(data, "status", 200), content_type=_content_type(data.get("content_type")),
-        headers=_headers(data.get("headers")), encoding=_opt_str(data, "encoding"),
+        headers=headers, encoding=_opt_str(data, "encoding"),
         importance=_importance(data.get("importance")), crawl_id=_opt_str(data, "crawl_id"))
+
+
+def _payload(body: bytes, headers: Mapping[str, str], max_body_bytes: int) -> bytes:
+    try:
+        return decode_content(body, content_coding(headers), max_body_bytes)
+    except ContentError as exc:
+        raise EventError(f"Content-Encoding: {exc.reason}", stage="decode") from None
+
+
+def _revisit(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str | None) for v in value.values()):
+        raise EventError("'revisit' is not an object of strings")
+    return {k: v for k, v in value.items() if k in REVISIT_FIELDS and v}
+
+
+def _unresolved(revisit: dict[str, str]) -> str:
+    if not revisit:
+        return ("revisit without a payload that names no capture it refers to "
+                "(no refers_to, refers_to_uri or payload_digest: WARC-Refers-To*, WARC-Payload-Digest)")
+    named = ", ".join(f"{k}={v[:200]!r}" for k, v in revisit.items())
+    return f"revisit without a payload: the capture it refers to ({named}) is not in the input read before it"
 
 
 def _body_of(data: dict[str, Any], max_body_bytes: int) -> bytes:
