@@ -1,37 +1,53 @@
 """Reading fetched pages from files: JSONL (one `pages.fetched` event per line) and WARC
-response records, either gzipped. Each record comes out as the raw event bytes, so files and
-Kafka go through the same validation.
+(`warc.py`: response, resource and revisit records), either gzipped. Each record comes out as the
+raw event bytes, so files and Kafka go through the same validation.
 
 Each record also carries the time it was read, which stands where a Kafka record has its
 timestamp: an event without `fetched_at` was fetched then, as a record that `neardup publish`
-sends is stamped with the time it is sent (a WARC record's `WARC-Date` is its `fetched_at`)."""
+sends is stamped with the time it is sent (a WARC record's `WARC-Date` is its `fetched_at`).
+
+`read_inputs` reads several files in turn: one that cannot be read to its end (missing,
+unreadable, damaged gzip, truncated, not a WARC) gives a `FileError` after the events read before
+the failure, and the next file is read."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+from warcio.exceptions import ArchiveLoadFailed
 
-from neardup_core.timefmt import rfc3339_to_ms
+from neardup_core.ingest.warc import BadWarc, Captures, read_warc_events
 
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
     """One input record: its bytes, where it came from (the file, and the line of a JSONL file or
     the byte offset of a WARC record), the URL key it would carry on Kafka (None when the
-    record has no readable URL), and when it was read (the record timestamp it would carry)."""
+    record has no readable URL), when it was read (the record timestamp it would carry), and the
+    WARC record type (response, resource, revisit; None for a JSONL line)."""
 
     raw: bytes
     source: str
     position: int
     key: bytes | None = None
     timestamp_ms: int | None = None
+    record: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A file that could not be read to its end: its name, the events read from it before, and why."""
+
+    source: str
+    events_read: int
+    reason: str
 
 
 def _now_ms() -> int:
@@ -55,10 +71,39 @@ def is_warc(path: Path) -> bool:
         return fh.read(5) == b"WARC/"
 
 
-def read_events(path: Path) -> Iterator[RawEvent]:
-    """The events in one JSONL or WARC file."""
+def read_inputs(paths: Iterable[Path]) -> Iterator[RawEvent | FileError]:
+    """The events of each file in turn, a `FileError` for a file that fails, then the next file.
+    A WARC revisit may refer to a capture in any file read before it."""
+    captures = Captures()
+    for path in paths:
+        read = 0
+        try:
+            for event in read_events(path, captures):
+                read += 1
+                yield event
+        except Exception as exc:  # one bad file (or a reader bug) must not stop the others
+            yield FileError(str(path), read, file_error_reason(exc))
+
+
+def file_error_reason(exc: Exception) -> str:
+    """What went wrong with a file, in a crawler operator's words."""
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
+        return f"cannot open: {exc.strerror}"
+    if isinstance(exc, BadWarc):
+        return str(exc)
+    if isinstance(exc, EOFError):
+        return f"cut short: {exc}"
+    if isinstance(exc, gzip.BadGzipFile | zlib.error):
+        return f"damaged gzip: {exc}"
+    if isinstance(exc, ArchiveLoadFailed):
+        return "not a WARC: " + " ".join(str(exc).split())[:160]
+    return f"cannot be read: {type(exc).__name__}: {exc}"
+
+
+def read_events(path: Path, captures: Captures | None = None) -> Iterator[RawEvent]:
+    """The events in one JSONL or WARC file; raises on a file that cannot be read to its end."""
     if is_warc(path):
-        yield from read_warc(path)
+        yield from read_warc(path, captures)
     else:
         yield from read_jsonl(path)
 
@@ -71,40 +116,21 @@ def read_jsonl(path: Path) -> Iterator[RawEvent]:
                 yield RawEvent(line, str(path), number, timestamp_ms=_now_ms())
 
 
-def read_warc(path: Path) -> Iterator[RawEvent]:
-    """`response` records as events: URL, body, status, headers and the WARC date."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    with path.open("rb") as fh:
-        iterator = ArchiveIterator(fh, arc2warc=True)
-        for record in iterator:
-            if record.rec_type != "response":
-                continue
-            url = record.rec_headers.get_header("WARC-Target-URI")
-            date = record.rec_headers.get_header("WARC-Date")
-            body = record.content_stream().read()
-            event: dict[str, object] = {"url": url, "body_b64": base64.b64encode(body).decode()}
-            if date:
-                try:
-                    event["fetched_at"] = rfc3339_to_ms(date)
-                except ValueError:
-                    event["fetched_at"] = date  # let validation reject it with its reason
-            if record.http_headers is not None:
-                try:
-                    event["status"] = int(record.http_headers.get_statuscode())
-                except (TypeError, ValueError):
-                    event["status"] = 0
-                headers = {k.lower(): v for k, v in record.http_headers.headers}
-                event["headers"] = headers
-                if "content-type" in headers:
-                    event["content_type"] = headers["content-type"]
-            yield RawEvent(orjson.dumps(event), str(path), iterator.get_record_offset(),
-                           url.encode() if url else None, _now_ms())
+def read_warc(path: Path, captures: Captures | None = None) -> Iterator[RawEvent]:
+    """The page records of a WARC file as events (see `warc.py`)."""
+    for item in read_warc_events(path, captures):
+        url = item.event.get("url")
+        key = url.encode() if isinstance(url, str) else None
+        yield RawEvent(orjson.dumps(item.event), str(path), item.offset, key, _now_ms(), item.record)
 
 
 def count_events(path: Path) -> int | None:
-    """Number of records for a progress bar (JSONL lines), or None when unknown without a full read."""
-    if is_warc(path):
+    """Number of records for a progress bar (JSONL lines), or None when unknown without a full read
+    (a WARC, or a file that cannot be read)."""
+    try:
+        if is_warc(path):
+            return None
+        with _open(path) as fh:
+            return sum(1 for line in fh if line.strip())
+    except Exception:  # the read itself reports what is wrong with the file
         return None
-    with _open(path) as fh:
-        return sum(1 for line in fh if line.strip())
