@@ -1,4 +1,9 @@
-"""`neardup publish`: files of fetched pages to `pages.fetched`, keyed by URL."""
+"""`neardup publish`: files of fetched pages to `pages.fetched`, keyed by URL.
+
+A file that cannot be read to its end is reported (on standard error at the end, and in
+`PublishResult.file_errors`) after the events read from it before were sent, and the next file is
+read. What reaches the topic is what `neardup scan` reads: bad events go as they are, for the
+workers to reject into `pages.rejected`."""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from neardup_core.ingest.files import RawEvent, count_events, read_events
+from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
 from streams.settings import Settings
+
+_err = Console(stderr=True)
 
 
 @dataclass
@@ -18,6 +26,7 @@ class PublishResult:
     sent: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    file_errors: list[FileError] = field(default_factory=list)
 
 
 def key_of(event: RawEvent) -> bytes | None:
@@ -54,11 +63,10 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
         else:
             result.sent += 1
 
-    def source() -> Iterator[RawEvent]:
+    def source() -> Iterator[RawEvent | FileError]:
         if events is not None:
             yield from events
-        for path in files or []:
-            yield from read_events(path)
+        yield from read_inputs(files or [])
 
     total = len(events) if events is not None else None
     if files and total is None:
@@ -67,7 +75,12 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
     with Progress(TextColumn("[bold]publish"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   disable=not progress) as bar:
         task = bar.add_task("publish", total=total)
-        for n, event in enumerate(source(), 1):
+        n = 0
+        for event in source():
+            if isinstance(event, FileError):
+                result.file_errors.append(event)
+                continue
+            n += 1
             while True:
                 try:
                     producer.produce(topic, value=event.raw, key=key_of(event), on_delivery=delivered)
@@ -82,6 +95,9 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
     if remaining:
         result.failed += remaining
         result.errors.append(f"{remaining} events still undelivered after 60 s")
+    for error in result.file_errors:
+        _err.print(f"{error.source}: {error.reason} (after {error.events_read} events of it, which were sent)",
+                   markup=False, highlight=False)
     return result
 
 

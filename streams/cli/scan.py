@@ -19,7 +19,7 @@ from neardup_core.dedup.engine import Engine, StateMismatch
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
-from neardup_core.ingest.files import RawEvent, count_events, read_events
+from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
 from streams.pool import new_pool
@@ -31,22 +31,33 @@ R = TypeVar("R")
 
 @dataclass
 class ScanSummary:
+    """Counts of a scan: every event read is either decided (a Fetch reached the engine) or rejected;
+    a file that could not be read to its end is listed with its reason."""
+
+    files: int = 0
     events: int = 0
+    fetches: int = 0
     rejected: int = 0
     decisions: int = 0
     revisions: int = 0
     host_signals: int = 0
     seconds: float = 0.0
+    kinds: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
     reject_reasons: Counter[str] = field(default_factory=Counter)
+    file_errors: list[FileError] = field(default_factory=list)
 
     def print(self, console: Console) -> None:
         table = Table(title="neardup scan", show_header=True)
         table.add_column("")
         table.add_column("count", justify="right")
         rate = self.events / self.seconds if self.seconds else 0.0
+        table.add_row("files read to their end", f"{self.files - len(self.file_errors)} of {self.files}")
         table.add_row("events read", str(self.events))
-        table.add_row("rejected", str(self.rejected))
+        for kind, n in sorted(self.kinds.items()):
+            table.add_row(f"  from {kind}", str(n))
+        table.add_row("events decided", str(self.fetches))
+        table.add_row("events rejected", str(self.rejected))
         table.add_row("decision lines (revisions included)", str(self.decisions))
         table.add_row("of which revisions", str(self.revisions))
         for verdict, n in sorted(self.verdicts.items()):
@@ -55,13 +66,17 @@ class ScanSummary:
             table.add_row("host signals", str(self.host_signals))
         table.add_row("pages per second", f"{rate:.1f}")
         console.print(table)
+        for error in self.file_errors:
+            console.print(f"  file {error.source}: {error.reason} (after {error.events_read} events)")
         for reason, n in self.reject_reasons.most_common(5):
             console.print(f"  rejected x{n}: {reason}")
 
 
-def _fingerprint_one(item: tuple[RawEvent, CoreSettings]) -> Fetch | Rejection:
-    """The event's `Fetch`, or its dead letter; runs in the extraction pool."""
+def _fingerprint_one(item: tuple[RawEvent | FileError, CoreSettings]) -> Fetch | Rejection | FileError:
+    """The event's `Fetch`, or its dead letter (a file error as it is); runs in the extraction pool."""
     event, settings = item
+    if isinstance(event, FileError):
+        return event
     result = fingerprint_event(event.raw, key=event.key, timestamp_ms=event.timestamp_ms, settings=settings)
     if isinstance(result, Rejected):
         # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the offset
@@ -88,9 +103,20 @@ def _apply(fn: Callable[[T], R], batch: list[T]) -> list[R]:
     return [fn(item) for item in batch]
 
 
-def _events(files: list[Path]) -> Iterator[RawEvent]:
-    for path in files:
-        yield from read_events(path)
+def _counted(files: list[Path], summary: ScanSummary) -> Iterator[RawEvent | FileError]:
+    """The inputs of `files`, counted by kind as they are read."""
+    summary.files = len(files)
+    for item in read_inputs(files):
+        if isinstance(item, RawEvent):
+            summary.events += 1
+            summary.kinds[f"WARC {item.record} records" if item.record else "JSONL lines"] += 1
+        yield item
+
+
+def file_rejection(error: FileError) -> Rejection:
+    """The rejects line of a file that could not be read to its end (no event bytes to keep)."""
+    return Rejection.of(f"{error.reason} (after {error.events_read} events of it)", "read", error.source, None,
+                        None, b"")
 
 
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
@@ -106,7 +132,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     started = time.perf_counter()
     totals = [count_events(p) for p in files]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
-    items = ((event, core) for event in _events(files))
+    items = ((event, core) for event in _counted(files, summary))
     pool = new_pool(processes) if processes > 1 else None  # its processes die with this one
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
@@ -115,14 +141,21 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
           Progress(TextColumn("[bold]scan"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                    TimeElapsedColumn(), disable=not progress, transient=False) as bar):
         task = bar.add_task("scan", total=total, rate="")
+        done = 0
         for result in results:
-            summary.events += 1
+            if isinstance(result, FileError):
+                summary.file_errors.append(result)
+                if rejects_fh is not None:
+                    rejects_fh.write(file_rejection(result).to_json() + b"\n")
+                continue
+            done += 1
             if isinstance(result, Rejection):
                 summary.rejected += 1
                 summary.reject_reasons[result.error[:120]] += 1
                 if rejects_fh is not None:
                     rejects_fh.write(result.to_json() + b"\n")
             else:
+                summary.fetches += 1
                 for decision, before in engine.decide(result):
                     out_fh.write(decision.to_json() + b"\n")
                     summary.decisions += 1
@@ -132,10 +165,10 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
                         summary.host_signals += 1
                         if hosts_fh is not None:
                             hosts_fh.write(signal.to_json() + b"\n")
-            if summary.events % 50 == 0 or summary.events == total:
+            if done % 50 == 0 or done == total:
                 elapsed = time.perf_counter() - started
-                bar.update(task, completed=summary.events, rate=f"{summary.events / elapsed:.0f} pages/s")
-        bar.update(task, completed=summary.events)
+                bar.update(task, completed=done, rate=f"{done / elapsed:.0f} pages/s")
+        bar.update(task, completed=done)
         if hosts_fh is not None:
             for signal in tracker.flush():
                 summary.host_signals += 1
