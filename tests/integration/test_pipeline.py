@@ -6,6 +6,7 @@ tests/reliability.)"""
 from __future__ import annotations
 
 import base64
+import gzip
 import random
 
 import orjson
@@ -24,6 +25,8 @@ def bad_events() -> list[tuple[bytes | None, bytes, str]]:
 
     rng = random.Random(3)
     binary = bytes(rng.randrange(256) for _ in range(4000)).replace(b"<", b"\x00")
+    bomb = gzip.compress(bytes(MAX_BODY * 50))  # 10 MB of zeros in about 10 KB
+    gzipped = {"Content-Type": "text/html", "Content-Encoding": "gzip"}
     return [
         (b"https://bad.example/notjson", b"{not json", "not JSON"),
         (b"https://bad.example/utf", b'{"url": "https://bad.example/utf", "body": "\xff\xfe"}', "not UTF-8"),
@@ -46,6 +49,11 @@ def bad_events() -> list[tuple[bytes | None, bytes, str]]:
         (b"https://bad.example/binary", js({"url": "https://bad.example/binary",
                                             "body_b64": base64.b64encode(binary).decode(),
                                             "content_type": "text/html"}), "undecodable"),
+        (b"https://bad.example/bomb", js({"url": "https://bad.example/bomb", "headers": gzipped,
+                                          "body_b64": base64.b64encode(bomb).decode()}), "inflates past the cap"),
+        (b"https://bad.example/notgzip", js({"url": "https://bad.example/notgzip", "headers": gzipped,
+                                             "body_b64": base64.b64encode(b"\x1f\x8b\x08 not gzip").decode()}),
+         "does not inflate"),
     ]
 
 
