@@ -452,6 +452,9 @@ class Cluster:
                 lines.append(f"worker {name}: {counts}; assigned {sorted(self.assignment(name) or [])}; lag {lag}")
             except OSError as exc:
                 lines.append(f"worker {name}: no metrics ({exc!r})")
+            with contextlib.suppress(OSError):
+                tasks = self._get(name, "/debug/tasks", 10).decode()
+                lines.append(f"asyncio tasks of worker {name}:\n{tasks[-20000:]}")
             if spy is not None and proc.poll() is None:
                 dump = subprocess.run([spy, "dump", "--subprocesses", "--pid", str(proc.pid)], capture_output=True,
                                       text=True, timeout=60, check=False)

@@ -1,8 +1,11 @@
 """The worker's web views: `/metrics` (Prometheus), `/health` (ready or recovering, and what the
-worker runs and holds) and `/live` (the process answers)."""
+worker runs and holds), `/live` (the process answers) and `/debug/tasks` (where every asyncio task
+of the worker waits, for a worker that seems stuck)."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 from typing import Any, cast
 
 import faust
@@ -41,3 +44,19 @@ def add_pages(app: faust.App, settings: Settings, partitions: int) -> None:
     async def live_page(view: View, request: Request) -> Response:
         """200 while the web server answers, recovering or not (a liveness probe)."""
         return view.json({"status": "ok"})
+
+    @app.page("/debug/tasks")
+    async def tasks_page(view: View, request: Request) -> Response:
+        """Plain text: every asyncio task of the worker's event loop with the stack it waits in."""
+        return view.text(tasks_report())
+
+
+def tasks_report() -> str:
+    """Each task of the running loop, named, with its stack (innermost frame last)."""
+    out = io.StringIO()
+    tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
+    out.write(f"{len(tasks)} tasks\n")
+    for task in tasks:
+        out.write(f"\n--- {task.get_name()}: {task.get_coro()!r}\n")
+        task.print_stack(limit=12, file=out)
+    return out.getvalue()
