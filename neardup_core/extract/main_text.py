@@ -1,7 +1,7 @@
 """Main-content extraction with jusText: the text a near-duplicate check should compare.
 
 jusText splits a page into paragraphs and keeps those that read like prose (long enough, with enough
-stopwords, few links), judging short ones by their neighbours. Three choices around it:
+stopwords, few links), judging short ones by their neighbours. Four choices around it:
 
 * **Stoplist.** The caller's language (e.g. Content-Language), else the page's ``<html lang>`` or
   Content-Language meta, else the stoplist with the most hits on the page's words (the longest
@@ -11,6 +11,12 @@ stopwords, few links), judging short ones by their neighbours. Three choices aro
   With no usable declaration and no clear guess, the union of all stoplists is used.
 * **Fallback.** When jusText keeps nothing, the page's full visible text (every paragraph, without
   script, style or noscript) is the main text, so a page of short items is not an empty page.
+* **Template check.** When jusText keeps a small share of the page and what it kept is template
+  rather than content (text outside the page's dropped prose block, or text inside sidebar,
+  navigation or footer elements), the page is decided on what it really holds: that prose block, or
+  its own visible text outside template elements, or nothing (then `skip_reason` says why and the
+  page is skipped). See `neardup_core.extract.template`; ``template_check=False`` gives the plain
+  jusText result (for measuring, bench/bench_extraction.py).
 * **Engine.** ``"fast"`` (the default) is `neardup_core.extract.fastjustext`: the same paragraphs and
   decisions as stock jusText, several times faster (see bench/bench_extract.py). ``"justext"`` runs
   stock jusText's own preprocessing and paragraph maker, for reference.
@@ -36,6 +42,7 @@ from neardup_core.extract.stoplists import (
     stoplist_for,
     union_stoplist,
 )
+from neardup_core.extract.template import MAX_KEPT_SHARE, TemplateFinding, find_template
 
 Engine = Literal["fast", "justext"]
 ENGINES: tuple[Engine, ...] = ("fast", "justext")
@@ -59,7 +66,9 @@ class Extraction:
     `text` is the kept paragraphs joined by newlines; `language` the stoplist used (a jusText name
     such as ``"English"``, None for the union); `boilerplate_ratio` the share of the characters of all
     paragraphs that jusText classed as boilerplate; `fallback` is True when jusText kept nothing and
-    the full visible text was used instead.
+    the full visible text was used instead. `template` is set when what jusText kept was judged
+    template text (`neardup_core.extract.template`): its reason, what jusText had kept, and what
+    `text` is instead (empty when the page holds nothing else: `skip_reason`).
     """
 
     text: str
@@ -67,15 +76,24 @@ class Extraction:
     language: str | None
     boilerplate_ratio: float
     fallback: bool
+    template: TemplateFinding | None = None
+
+    @property
+    def skip_reason(self) -> str | None:
+        """Why the page must not be deduplicated on its main text (it holds only template), or None."""
+        template = self.template
+        return template.reason if template is not None and template.action == "skip" else None
 
 
 EMPTY = Extraction(text="", paragraphs=(), language=None, boilerplate_ratio=0.0, fallback=False)
 
 
-def extract(html: str, *, language: str | None = None, engine: Engine = "fast") -> Extraction:
+def extract(html: str, *, language: str | None = None, engine: Engine = "fast",
+            template_check: bool = True) -> Extraction:
     """The main content of `html`. Empty or whitespace-only HTML (or a document without elements)
     gives an empty `Extraction`; malformed HTML is parsed leniently; raises `ExtractError` only when
-    the parser gives up entirely."""
+    the parser gives up entirely. `template_check=False` skips the template check (jusText's kept
+    text as it is)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
     if not html or html.isspace():
@@ -103,6 +121,10 @@ def extract(html: str, *, language: str | None = None, engine: Engine = "fast") 
     total = sum(map(len, texts))
     ratio = 1.0 - sum(map(len, kept)) / total if total else 0.0
     if kept:
+        finding = find_template(html, paragraphs) if template_check and 1.0 - ratio < MAX_KEPT_SHARE else None
+        if finding is not None:
+            return Extraction("\n".join(finding.paragraphs), finding.paragraphs, name, ratio, fallback=False,
+                              template=finding)
         return Extraction("\n".join(kept), kept, name, ratio, fallback=False)
     # jusText's cleaning already dropped scripts and styles; drop noscript too, if the page shows any.
     if _shows_noscript(html, paragraphs):
