@@ -4,11 +4,15 @@ a footer or lies outside the page's content is recognised, and the page is decid
 
 from __future__ import annotations
 
+import base64
+
+import orjson
 from lxml import etree
 
 from neardup_core.extract.main_text import extract
 from neardup_core.extract.template import template_role, text_role
-from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.page import fingerprint_event, html_fingerprint
 
 SIDEBAR = ("<div class='widget HTML' id='HTML18'><h2>The Style Scout app</h2><p>To download the app, go to "
            "the web site from your phone and tap on the button to add it to your home screen. It is the "
@@ -73,6 +77,15 @@ def test_two_posts_that_share_only_the_sidebar_do_not_collide() -> None:
     before_a, before_b = (extract(h, template_check=False).text for h in (a, b))
     assert before_a == before_b  # the extraction collision
     assert html_fingerprint(a) == html_fingerprint(b) == (None, None)  # no digest: never equal
+
+
+def test_a_skipped_page_carries_the_reason() -> None:
+    event = orjson.dumps({"url": "https://blog.example/p/1", "status": 200, "content_type": "text/html",
+                          "body_b64": base64.b64encode(photo_post("In the pink").encode()).decode(),
+                          "fetched_at": 1_600_000_000_000})
+    fetch = fingerprint_event(event)
+    assert isinstance(fetch, Fetch)
+    assert fetch.text_sha256 is None and fetch.skip_reason and "template" in fetch.skip_reason
 
 
 def test_dropped_prose_block_replaces_a_kept_footer() -> None:
