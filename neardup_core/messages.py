@@ -19,7 +19,9 @@ VERDICTS: tuple[Verdict, ...] = ("unique", "exact_duplicate", "near_duplicate", 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The dedup decision for one URL; the one with the highest `revision` wins."""
+    """The dedup decision for one URL; the one with the highest `revision` wins. `distance` is the
+    SimHash distance of the match when it is exact or within k bits (else None), `jaccard` the MinHash
+    Jaccard estimate when the match shares an LSH band with an estimate >= J (else None)."""
 
     url: str
     host: str
@@ -34,6 +36,7 @@ class Decision:
     complete: bool
     fetched_at: str
     decided_at: str
+    jaccard: float | None = None
 
     def to_json(self) -> bytes:
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
@@ -44,7 +47,7 @@ class Decision:
 
     def verdict_key(self) -> tuple[Any, ...]:
         """What a decision says, without when it was said: equal for equal decisions."""
-        return (self.url, self.verdict, self.duplicate_of, self.distance)
+        return (self.url, self.verdict, self.duplicate_of, self.distance, self.jaccard)
 
 
 @dataclass(frozen=True, slots=True)

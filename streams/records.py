@@ -10,6 +10,9 @@ tables: what one step sends to one partition travels in one record.
 - `neardup.hosts`, partitioned by host: a list of (decision, the URL's decision before it).
 
 The first element of each record is its format version, so a later format can be told apart.
+Format 3 adds the MinHash signature: a `Fetch` list may carry it as a ninth element (base64), a
+page version (in a `Probe`) as a seventh (bytes), a `Match` its Jaccard estimate as a fourth. A
+format-2 record is a format-3 record without them, so format 2 is still read.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
 
-VERSION = 2
+VERSION = 3
+READABLE = (2, 3)
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int
 HostChange = tuple[Decision, Decision | None]
@@ -45,8 +49,8 @@ def _unpack(raw: bytes) -> Any:
 
 def _body(raw: bytes, what: str) -> list[Any]:
     version, body = _unpack(raw)
-    if version != VERSION:
-        raise ValueError(f"{what} record of format {version!r}, this worker reads {VERSION}")
+    if version not in READABLE:
+        raise ValueError(f"{what} record of format {version!r}, this worker reads {', '.join(map(str, READABLE))}")
     return list(body)
 
 

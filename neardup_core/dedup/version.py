@@ -15,7 +15,8 @@ from neardup_core.index.keys import VERSION_ID_BYTES
 class PageVersion:
     """A URL's body; `fetched_at_ms` is the first fetch of this body at this URL, so recrawls of
     an unchanged body keep the version's rank. Its version id and rank are computed once (the
-    index step reads both on every probe of the page)."""
+    index step reads both on every probe of the page). `minhash` is the page's b-bit MinHash
+    signature when MinHash is on (`neardup_core/fingerprint/minhash.py`), else None."""
 
     url: str
     importance: float
@@ -23,6 +24,7 @@ class PageVersion:
     body_sha256: str
     text_sha256: str
     simhash: int | None
+    minhash: bytes | None = None
 
     @cached_property
     def version_id(self) -> bytes:
@@ -33,7 +35,8 @@ class PageVersion:
         return rank_of(self.url, self.importance, self.fetched_at_ms, self.body_sha256)
 
     def to_list(self) -> list[Any]:
-        return [self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256, self.simhash]
+        out = [self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256, self.simhash]
+        return out if self.minhash is None else [*out, self.minhash]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> PageVersion:
@@ -41,6 +44,14 @@ class PageVersion:
 
     def with_fetched_at(self, fetched_at_ms: int) -> PageVersion:
         return PageVersion(self.url, self.importance, fetched_at_ms, self.body_sha256, self.text_sha256,
+                           self.simhash, self.minhash)
+
+    def without_minhash(self) -> PageVersion:
+        """The version without its signature: what a `Match` names (a decision needs no signature of
+        the page it names, and the URL state is JSON)."""
+        if self.minhash is None:
+            return self
+        return PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
                            self.simhash)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,18 +25,22 @@ class Fetch:
     text_sha256: str | None
     simhash: int | None
     skip_reason: str | None = None
+    minhash: bytes | None = None
 
     @property
     def version(self) -> PageVersion | None:
         if self.skip_reason is not None or self.text_sha256 is None:
             return None
         return PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
-                           self.simhash)
+                           self.simhash, self.minhash)
 
     def to_list(self) -> list[Any]:
-        return [self.url, self.host, self.fetched_at_ms, self.importance, self.body_sha256, self.text_sha256,
-                self.simhash, self.skip_reason]
+        out = [self.url, self.host, self.fetched_at_ms, self.importance, self.body_sha256, self.text_sha256,
+               self.simhash, self.skip_reason]
+        return out if self.minhash is None else [*out, base64.b64encode(self.minhash).decode("ascii")]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Fetch:
-        return cls(*data)
+        url, host, fetched_at_ms, importance, body, text, simhash, skip_reason = data[:8]
+        signature = base64.b64decode(data[8]) if len(data) > 8 and data[8] is not None else None
+        return cls(url, host, fetched_at_ms, importance, body, text, simhash, skip_reason, signature)

@@ -1,4 +1,5 @@
-"""One fetched page in, one fingerprinted page out: decode, extract the main text, digest, SimHash.
+"""One fetched page in, one fingerprinted page out: decode, extract the main text, digest, SimHash,
+and the MinHash signature when MinHash is on.
 
 `fingerprint_event` is the one entry point from a raw `pages.fetched` value to its `Fetch` or its
 rejection: `neardup scan`, the stream's fingerprint agent and the tests all call it.
@@ -12,6 +13,7 @@ from neardup_core.extract.main_text import ExtractError, extract
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.minhash import minhash
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import host_of
 from neardup_core.ingest.decode import DecodeError, decode_body, is_html_content_type
@@ -70,12 +72,25 @@ def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) ->
         main = extract(html)
     except ExtractError as exc:
         raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
-    if main.skip_reason:  # what jusText kept is template, and the page holds nothing else
-        return skipped(main.skip_reason)
     if not main.text.strip():
         return skipped("no main text")
-    text_digest, simhash = text_fingerprint(main.text, settings)
-    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash)
+    text_digest, simhash, signature = text_fingerprints(main.text, settings)
+    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash,
+                 minhash=signature)
+
+
+def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
+                      ) -> tuple[str, int | None, bytes | None]:
+    """(text digest, SimHash, MinHash signature) of a main text: the SimHash and the signature are
+    None when the text has too few features, the signature also when MinHash is off. Both are over
+    the same shingles."""
+    toks = tokens(main_text)
+    features = token_features(toks, settings.shingle_size)
+    if len(features) < settings.min_features:
+        return tokens_sha256(toks), None, None
+    simhash = simhash64(features.hashes, features.weights)
+    signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
+    return tokens_sha256(toks), simhash, signature
 
 
 def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str, int | None]:
