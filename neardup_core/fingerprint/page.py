@@ -72,6 +72,8 @@ def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) ->
         main = extract(html)
     except ExtractError as exc:
         raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
+    if main.skip_reason:  # what jusText kept is template, and the page holds nothing else
+        return skipped(main.skip_reason)
     if not main.text.strip():
         return skipped("no main text")
     text_digest, simhash, signature = text_fingerprints(main.text, settings)
