@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from neardup_core.hosts.statistics import HostPolicy
-from neardup_core.index.tables import TableDesign, choose_design, design_named
+from neardup_core.index.tables import BandDesign, TableDesign, choose_design, design_named
 from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES
 
 
@@ -113,9 +113,18 @@ class CoreSettings:
 
     @cached_property
     def design(self) -> TableDesign:
-        if self.tables == "auto":
-            return choose_design(self.k, self.expected_pages)
-        return design_named(self.tables)
+        """The near tables (`tables`), with the LSH bands when `minhash` is on."""
+        near = choose_design(self.k, self.expected_pages) if self.tables == "auto" else design_named(self.tables)
+        lsh = self.band_design
+        if near.lsh is not None and near.lsh != lsh:
+            raise ValueError(f"the design names bands {near.lsh.name}, but the settings say "
+                             f"{lsh.name if lsh else 'MinHash off'}")
+        return near.with_bands(lsh)
+
+    @cached_property
+    def band_design(self) -> BandDesign | None:
+        """The LSH bands when MinHash is on, else None."""
+        return BandDesign(self.bands, self.rows, self.jaccard) if self.minhash else None
 
     @cached_property
     def host_policy(self) -> HostPolicy:

@@ -40,7 +40,8 @@ def open_state(state_dir: Path | None, settings: CoreSettings) -> tuple[Store, S
             raise StateMismatch(
                 f"{state_dir} holds an index built with k={stored['k']} and design {stored['design']}; "
                 f"this run asks for k={settings.k} and {settings.design.name}. Use another --state directory "
-                f"or the same settings (NEARDUP_K, NEARDUP_TABLES).")
+                f"or the same settings (NEARDUP_K, NEARDUP_TABLES, NEARDUP_MINHASH, NEARDUP_BANDS, NEARDUP_ROWS, "
+                f"NEARDUP_JACCARD).")
     else:
         meta_path.write_text(json.dumps(meta) + "\n")
     return RocksStore(state_dir / "index", prefix_bytes=settings.design.prefix_bytes), RocksStore(state_dir / "urls")

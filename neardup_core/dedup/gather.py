@@ -40,7 +40,9 @@ from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.timefmt import ms_to_rfc3339
 
-_SAYS = ("verdict", "duplicate_of", "distance", "complete", "fetched_at", "body_sha256")
+_SAYS = ("verdict", "duplicate_of", "distance", "jaccard", "complete", "fetched_at", "body_sha256")
+JACCARD_DIGITS = 4
+"""A decision's `jaccard` is rounded to this many decimals."""
 
 
 class Published(NamedTuple):
@@ -223,7 +225,7 @@ class Gather:
         decision = self.decision_of(current, state.revision + 1, now_ms)
         said = dataclasses.asdict(decision)
         previous = state.last_decision()
-        if state.published is not None and all(said[f] == state.published[f] for f in _SAYS):
+        if state.published is not None and all(said[f] == state.published.get(f) for f in _SAYS):
             return [Published(Decision(**state.published), previous)] if replay else []
         state.revision += 1
         state.published = said
@@ -237,8 +239,9 @@ class Gather:
         if page is None:
             return Decision(verdict="skipped", duplicate_of=None, distance=None, simhash=None, text_sha256=None,
                             reason=fetch.skip_reason or "skipped", complete=True, **common)
+        jaccard = round(best.jaccard, JACCARD_DIGITS) if best is not None and best.jaccard is not None else None
         return Decision(verdict=verdict_of(best), duplicate_of=best.candidate.url if best else None,
-                        distance=best.distance if best else None,
+                        distance=best.distance if best else None, jaccard=jaccard,
                         simhash=to_hex(page.simhash) if page.simhash is not None else None,
-                        text_sha256=page.text_sha256, reason=reason_of(page, best, self.k),
+                        text_sha256=page.text_sha256, reason=reason_of(page, best, self.k, self.design.lsh),
                         complete=version.complete, **common)

@@ -15,10 +15,19 @@ group's best URL, a handful), marking each one's entry with the dominator's vers
 of the dominator re-sends to the entries it marked. A page dominated in its group has a
 `duplicate_of` that may itself be a duplicate: following the chain ends at the canonical.
 
+LSH band tables (MinHash on) work the same way: a band bucket holds the pages whose band hash is
+the probe's, and a group there is one MinHash signature (`table | band hash | signature hash`), so
+its members match one another (identical signatures share every band, with an estimate of 1) and
+every member relates to a probing page alike (the same estimate, the same bands), as the members
+of a near group have one fingerprint. Candidates there are confirmed by the rule (`match_of`):
+sharing the band's rows and a Jaccard estimate >= J.
+
 Two pages that meet in several tables exchange one revision, from the first table they share
-(`first_shared_table`). Probe-then-insert on a bucket must be serialised, which a single writer
-per bucket (one partition, one agent) gives; then of two pages within k bits, whichever is
-inserted second sees the first in a shared bucket.
+under that table's own test (`first_shared_table`: equal digests; a near bucket only when the two
+are within k bits; a band only when the band's rows are equal and the estimate >= J), which is
+where the probe of the later of the two finds the other. Probe-then-insert on a bucket must be
+serialised, which a single writer per bucket (one partition, one agent) gives; then of two pages
+within k bits (or sharing a band), whichever is inserted second sees the first in a shared bucket.
 """
 
 from __future__ import annotations
@@ -26,25 +35,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import mmh3
 import msgpack
 
-from neardup_core.dedup.rule import Match, better, better_ranked, match_of
+from neardup_core.dedup.rule import Match, band_jaccard, better, better_ranked, match_of
 from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.minhash import band_bytes, shared_band, signature_bytes
 from neardup_core.fingerprint.simhash import hamming
 from neardup_core.index.keys import (
     BODY_TABLE,
     TEXT_TABLE,
     VERSION_ID_BYTES,
+    band_bucket_range,
+    band_group_key,
     exact_bucket_range,
     exact_group_key,
     group_of_key,
     group_range,
+    is_band_table,
     near_bucket_range,
     near_group_key,
     permuted_of_key,
     version_record_key,
 )
-from neardup_core.index.tables import TableDesign
+from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
 
@@ -105,16 +119,40 @@ class Revision:
         return cls(data[0], data[1], Match.from_list(data[2]))
 
 
+def has_bands(lsh: BandDesign | None, page: PageVersion) -> bool:
+    """Whether a page is probed in the band tables: MinHash on and a signature of the design's length."""
+    return lsh is not None and page.minhash is not None and \
+        len(page.minhash) == signature_bytes(lsh.permutations, lsh.bits)
+
+
 def table_ids(design: TableDesign, page: PageVersion) -> list[int]:
-    """The tables a page is probed in: every near table if it has a SimHash, and both digests."""
+    """The tables a page is probed in: every near table if it has a SimHash, every band table if it
+    has a MinHash signature (and the design has bands), and both digests."""
     near = list(range(design.table_count)) if page.simhash is not None else []
-    return near + [TEXT_TABLE, BODY_TABLE]
+    bands = list(design.lsh.tables) if design.lsh is not None and has_bands(design.lsh, page) else []
+    return near + bands + [TEXT_TABLE, BODY_TABLE]
+
+
+def band_hash(lsh: BandDesign, signature: bytes, band: int) -> int:
+    """The 32-bit bucket key of one band of a signature: a hash of its rows."""
+    return mmh3.hash(band_bytes(signature, band, lsh.rows, lsh.bits), seed=band, signed=False)
+
+
+def signature_hash(signature: bytes) -> int:
+    """A 64-bit hash of a whole signature: the group of its copies within a band bucket."""
+    return int(mmh3.hash64(signature, signed=False)[0])
 
 
 def probes_for(design: TableDesign, page: PageVersion) -> list[Probe]:
     out = []
+    sig_hash = signature_hash(page.minhash) if page.minhash is not None else 0
     for table in table_ids(design, page):
-        if table == TEXT_TABLE or table == BODY_TABLE:
+        if is_band_table(table):
+            assert design.lsh is not None and page.minhash is not None
+            key = band_hash(design.lsh, page.minhash, table - design.lsh.tables.start)
+            lo, hi = band_bucket_range(table, key)
+            group = band_group_key(table, key, sig_hash)
+        elif table == TEXT_TABLE or table == BODY_TABLE:
             digest = page.text_sha256 if table == TEXT_TABLE else page.body_sha256
             lo, hi = exact_bucket_range(table, digest)
             group = exact_group_key(table, digest)
@@ -162,29 +200,40 @@ def undominated(summary: list[PageVersion]) -> list[PageVersion]:
 
 
 def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
-    """The first table (digests, then near tables in order) where two pages share a bucket.
+    """The first table (digests, then near tables, then bands, in order) where two pages share a
+    bucket and that table's test matches them: a near table only when they are within k bits, a
+    band only when its rows are equal and the Jaccard estimate is >= J. None when they do not match.
 
     Two matching pages usually meet in several tables; only the probe of this one sends the
-    revision, so a worse page hears of a better one once, not once per table.
+    revision, so a worse page hears of a better one once, not once per table. It must be a table
+    whose probe finds the other page: two pages in one near bucket more than k bits apart are not
+    found there (the probe skips them), though they may match through a band.
     """
     if a.text_sha256 == b.text_sha256:
         return TEXT_TABLE
     if a.body_sha256 == b.body_sha256:
         return BODY_TABLE
-    if a.simhash is None or b.simhash is None:
-        return None
-    for table in range(design.table_count):
-        if design.bucket(a.simhash, table) == design.bucket(b.simhash, table):
-            return table
+    if a.simhash is not None and b.simhash is not None and hamming(a.simhash, b.simhash) <= design.k:
+        for table in range(design.table_count):
+            if design.bucket(a.simhash, table) == design.bucket(b.simhash, table):
+                return table
+    lsh = design.lsh
+    if lsh is not None and has_bands(lsh, a) and has_bands(lsh, b) and band_jaccard(a, b, lsh) is not None:
+        assert a.minhash is not None and b.minhash is not None
+        band = shared_band(a.minhash, b.minhash, lsh.bands, lsh.rows, lsh.bits)
+        if band is not None:
+            return lsh.table(band)
     return None
 
 
 def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
-    """Whether the probe is of an exact table, the key range it reads (its group there, its bucket
-    in a near table), and its page's permuted fingerprint (0 in exact tables)."""
-    exact = probe.table in (TEXT_TABLE, BODY_TABLE)
-    if exact:
+    """Whether the probe's candidates are all of its range (an exact or a band table: no Hamming
+    filter), the key range it reads (its group in an exact table, its bucket in a near or band
+    table), and its page's permuted fingerprint (0 in exact and band tables)."""
+    if probe.table in (TEXT_TABLE, BODY_TABLE):
         return True, group_range(probe.group), 0
+    if is_band_table(probe.table):
+        return True, (probe.lo, probe.hi), 0
     return False, (probe.lo, probe.hi), permuted_of_key(probe.group)
 
 
@@ -249,9 +298,11 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
     own_members: list[PageVersion] = []
     marks: list[bytes] = []
 
+    lsh = design.lsh
+
     def revise(other: PageVersion) -> None:
         if probe.table == first_shared_table(design, page, other):
-            back = match_of(other, page, k)
+            back = match_of(other, page, k, lsh)
             if back is not None:
                 revisions[other.version_id] = Revision(other.url, other.version_id, back)
 
@@ -263,7 +314,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
         for other in members:
             if other.version_id == vid or other.url == page.url:
                 continue
-            found = match_of(page, other, k)
+            found = match_of(page, other, k, lsh)
             if found is None:
                 continue
             if better_ranked(other, page):
@@ -319,8 +370,9 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int
 
 
 def versions_within(store: Store, probe: Probe, k: int) -> list[PageVersion]:
-    """Every stored version in the probe's bucket within k bits of its page (or of its digest),
-    dominated ones included: what brute force would find there (for tests and benchmarks)."""
+    """Every stored version in the probe's bucket within k bits of its page (or of its digest, or
+    with its band hash), dominated ones included: what brute force would find there (for tests and
+    benchmarks)."""
     out = []
     exact, (lo, hi), mine = _scope(probe)
     for key, _ in store.scan(lo, hi):

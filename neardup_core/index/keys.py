@@ -1,19 +1,25 @@
 """Fixed-width big-endian key encodings of the index, so that byte order is bucket order.
 
 Near-table entry: table (1 byte) | permuted fingerprint (8) | version id (12).
+Band-table entry: table (1 byte, from 0xA0) | band hash (4) | signature hash (8) | version id (12).
 Exact-table entry: kind (1 byte: 0xF0 text digest, 0xF1 body digest) | digest (32) | version id (12).
-A bucket is the key range sharing `table | key bits` (near) or `kind | digest` (exact); its
-lower bound is also the bucket's name, the routing key of its probes.
+A bucket is the key range sharing `table | key bits` (near), `table | band hash` (band) or
+`kind | digest` (exact); its lower bound is also the bucket's name, the routing key of its probes.
 
-Within a bucket, the entries of one fingerprint (near) or one digest (exact) form a **group**,
-whose key is the entry key without the version id: `table | permuted fingerprint` or
-`kind | digest`. A group of two or more versions keeps its summary under the group key itself,
-which sorts before the group's entries. A version's page is stored once per store, under
-`0xF2 | version id`; entries hold no page.
+Within a bucket, the entries of one fingerprint (near), one signature (band) or one digest (exact)
+form a **group**, whose key is the entry key without the version id: `table | permuted fingerprint`,
+`table | band hash | signature hash` or `kind | digest`. A group of two or more versions keeps its
+summary under the group key itself, which sorts before the group's entries. A version's page is
+stored once per store, under `0xF2 | version id`; entries hold no page.
 """
 
 from __future__ import annotations
 
+BAND_TABLE_BASE = 0xA0
+"""Table ids of LSH bands: BAND_TABLE_BASE + band; near tables are numbered below it."""
+MAX_BANDS = 64
+BAND_BUCKET_BYTES = 5
+BAND_GROUP_BYTES = 13
 TEXT_TABLE = 0xF0
 BODY_TABLE = 0xF1
 VERSION_RECORD = 0xF2
@@ -39,6 +45,22 @@ def near_bucket_range(table: int, bucket: int, key_bits: int) -> tuple[bytes, by
     return lo, hi
 
 
+def band_group_key(table: int, band_hash: int, signature_hash: int) -> bytes:
+    return bytes((table,)) + band_hash.to_bytes(4, "big") + signature_hash.to_bytes(8, "big")
+
+
+def band_bucket_range(table: int, band_hash: int) -> tuple[bytes, bytes]:
+    """[lo, hi) of the entries of a band table whose band hash is `band_hash`."""
+    lo = bytes((table,)) + band_hash.to_bytes(4, "big")
+    top = band_hash + 1
+    hi = bytes((table + 1,)) + bytes(4) if top >> 32 else bytes((table,)) + top.to_bytes(4, "big")
+    return lo, hi
+
+
+def is_band_table(table: int) -> bool:
+    return BAND_TABLE_BASE <= table < BAND_TABLE_BASE + MAX_BANDS
+
+
 def exact_entry_key(table: int, digest_hex: str, version_id: bytes) -> bytes:
     return bytes((table,)) + bytes.fromhex(digest_hex) + version_id
 
@@ -58,7 +80,9 @@ def group_range(group: bytes) -> tuple[bytes, bytes]:
 
 def group_of_key(key: bytes) -> bytes:
     """The group an index key belongs to (a summary key is its own group)."""
-    size = NEAR_GROUP_BYTES if key[0] < TEXT_TABLE else EXACT_GROUP_BYTES
+    table = key[0]
+    size = NEAR_GROUP_BYTES if table < BAND_TABLE_BASE else BAND_GROUP_BYTES if table < TEXT_TABLE \
+        else EXACT_GROUP_BYTES
     return key[:size]
 
 

@@ -12,6 +12,13 @@ fingerprints (`expected_candidates`). The seed design (k = 3, 4 blocks of 16 bit
 with 16 key bits: cheap to write, but about N / 16384 candidates per probe. Manku et al.'s
 6-choose-3 design has 20 tables with 31 to 33 key bits: five times the writes, and about
 N / 1.1e8 candidates, which stays flat to billions of pages.
+
+With MinHash on, a design also has LSH bands (`BandDesign`): the signature's first bands * rows rows
+cut into bands of `rows` rows, each band one more table (ids from `BAND_TABLE_BASE`), keyed by a hash
+of its rows. Two pages share a band when all its rows are equal, so they share that band table's
+bucket; candidates are confirmed by the Jaccard estimate of the whole signatures (>= `jaccard`). The
+probability that two pages whose rows agree with probability s share a band is
+1 - (1 - s**rows)**bands (`band_probability`), the usual S-curve.
 """
 
 from __future__ import annotations
@@ -22,9 +29,51 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from neardup_core.index.keys import shared_prefix_bytes
+from neardup_core.index.keys import BAND_BUCKET_BYTES, BAND_TABLE_BASE, MAX_BANDS, shared_prefix_bytes
 
 MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class BandDesign:
+    """LSH bands over a b-bit MinHash signature of `bands * rows` rows, and the Jaccard estimate
+    (at least `jaccard`) that confirms a page sharing a band."""
+
+    bands: int
+    rows: int
+    jaccard: float
+    bits: int = 8
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.bands <= MAX_BANDS:
+            raise ValueError(f"bands must be 1 to {MAX_BANDS}, got {self.bands}")
+        if not 1 <= self.rows <= 32:
+            raise ValueError(f"rows must be 1 to 32, got {self.rows}")
+        if not 0.0 < self.jaccard <= 1.0 or abs(self.jaccard * 100 - round(self.jaccard * 100)) > 1e-9:
+            raise ValueError(f"jaccard must be a multiple of 0.01 in (0, 1], got {self.jaccard}")
+        if self.bits not in (8, 16):
+            raise ValueError(f"bits must be 8 or 16, got {self.bits}")
+
+    @property
+    def permutations(self) -> int:
+        """Rows of the signature."""
+        return self.bands * self.rows
+
+    @property
+    def name(self) -> str:
+        bits = "" if self.bits == 8 else f"b{self.bits}"
+        return f"l{self.bands}x{self.rows}{bits}-j{round(self.jaccard * 100):d}"
+
+    def table(self, band: int) -> int:
+        return BAND_TABLE_BASE + band
+
+    @property
+    def tables(self) -> range:
+        return range(BAND_TABLE_BASE, BAND_TABLE_BASE + self.bands)
+
+    def band_probability(self, agreement: float) -> float:
+        """Probability that two signatures whose rows agree with probability `agreement` share a band."""
+        return 1.0 - (1.0 - agreement ** self.rows) ** self.bands
 
 
 @dataclass(frozen=True)
@@ -33,10 +82,18 @@ class TableDesign:
 
     k: int
     blocks: int
+    lsh: BandDesign | None = None
+    """The LSH bands of the MinHash signatures, when MinHash is on."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.k < self.blocks <= 64:
             raise ValueError(f"a design needs 0 <= k < blocks <= 64, got k={self.k}, blocks={self.blocks}")
+        if math.comb(self.blocks, self.k) > BAND_TABLE_BASE:
+            raise ValueError(f"a design has at most {BAND_TABLE_BASE} tables, k={self.k} and blocks={self.blocks} "
+                             f"give {math.comb(self.blocks, self.k)}")
+
+    def with_bands(self, lsh: BandDesign | None) -> TableDesign:
+        return TableDesign(self.k, self.blocks, lsh)
 
     @cached_property
     def block_bits(self) -> tuple[tuple[int, int], ...]:
@@ -69,7 +126,8 @@ class TableDesign:
 
     @property
     def name(self) -> str:
-        return f"k{self.k}-b{self.blocks}-t{self.table_count}"
+        near = f"k{self.k}-b{self.blocks}-t{self.table_count}"
+        return near if self.lsh is None else f"{near}-{self.lsh.name}"
 
     @cached_property
     def _moves(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
@@ -111,7 +169,8 @@ class TableDesign:
     def prefix_bytes(self) -> int:
         """The leading key bytes every bucket of this design shares: what the store's prefix
         Bloom filters hash (`keys.shared_prefix_bytes` of the narrowest table)."""
-        return shared_prefix_bytes(min(self.key_bits, default=64))
+        near = shared_prefix_bytes(min(self.key_bits, default=64))
+        return near if self.lsh is None else min(near, BAND_BUCKET_BYTES)
 
     def expected_candidates(self, stored: int) -> float:
         """Random (non-near) candidates a probe confirms, summed over tables, for `stored` entries."""
@@ -122,11 +181,13 @@ SEED_DESIGN = TableDesign(k=3, blocks=4)
 
 
 def design_named(name: str) -> TableDesign:
-    """Parse `TableDesign.name` ("k3-b6-t20"; the table count is implied)."""
-    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?", name)
+    """Parse `TableDesign.name` ("k3-b6-t20"; the table count is implied; with bands, e.g.
+    "k3-b6-t20-l16x4-j50": 16 bands of 4 rows, Jaccard >= 0.50)."""
+    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?(?:-l(\d+)x(\d+)(?:b(\d+))?-j(\d+))?", name)
     if not m:
         raise ValueError(f"not a table design name: {name!r} (expected e.g. 'k3-b6-t20')")
-    return TableDesign(k=int(m[1]), blocks=int(m[2]))
+    lsh = BandDesign(int(m[3]), int(m[4]), int(m[6]) / 100, int(m[5] or 8)) if m[3] else None
+    return TableDesign(k=int(m[1]), blocks=int(m[2]), lsh=lsh)
 
 
 def choose_design(k: int, expected_pages: int, *, max_tables: int = 64, candidate_weight: float = 1.0) -> TableDesign:

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from neardup_core.dedup.gather import JACCARD_DIGITS
 from neardup_core.dedup.rule import Match, better, better_ranked, match_of, verdict_of
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.index.tables import BandDesign
 
 
 def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVersion], k: int,
-                     skipped: Iterable[str] = ()) -> dict[str, tuple[str, str | None, int | None]]:
+                     skipped: Iterable[str] = (), lsh: BandDesign | None = None
+                     ) -> dict[str, tuple[str, str | None, int | None]]:
     """(verdict, duplicate_of, distance) per URL for its current version, over all versions.
 
     `versions` are every indexed version (earlier versions of a URL stay matchable), `current`
-    the version each URL's decision is about, `skipped` the URLs whose current fetch was skipped.
+    the version each URL's decision is about, `skipped` the URLs whose current fetch was skipped;
+    with `lsh`, the MinHash part of the rule too (a shared band and a Jaccard estimate >= J).
     """
     pool = list(versions)
     out: dict[str, tuple[str, str | None, int | None]] = {}
@@ -22,14 +27,15 @@ def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVer
         best: Match | None = None
         for other in pool:
             if better_ranked(other, page):
-                best = better(best, match_of(page, other, k))
+                best = better(best, match_of(page, other, k, lsh))
         out[url] = (verdict_of(best), best.candidate.url if best else None, best.distance if best else None)
     for url in skipped:
         out[url] = ("skipped", None, None)
     return out
 
 
-def oracle_from_fetches(fetches: Iterable[Fetch], k: int) -> dict[str, tuple[str, str | None, int | None]]:
+def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None = None
+                        ) -> dict[str, tuple[str, str | None, int | None]]:
     """The oracle's decisions for a set of fetches, in any order, with duplicates and recrawls.
 
     A version is a (URL, body) pair ranked by its first fetch; a URL's decision is about the
@@ -38,25 +44,27 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int) -> dict[str, tuple[str
     fetches = list(fetches)
     versions, current = _versions(fetches)
     skipped = [f.url for f in fetches if f.url not in current]
-    return oracle_decisions(versions, current, k, skipped)
+    return oracle_decisions(versions, current, k, skipped, lsh)
 
-Said = tuple[str, str | None, int | None]
+Said = tuple[Any, ...]
+"""(verdict, duplicate_of, distance) or (verdict, duplicate_of, distance, jaccard) of a URL."""
 
 
-def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int, *, chains: bool = False
-                  ) -> list[str]:
+def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int, *, chains: bool = False,
+                  lsh: BandDesign | None = None) -> list[str]:
     """What breaks the decision rule in `decided` ((verdict, duplicate_of, distance) per URL), for
     the oracle over `fetches`; empty when nothing does.
 
     Verdicts must be the oracle's exactly. `duplicate_of` need not be the oracle's best match: it
     must name a URL with a better-ranked version that matches the page by the verdict's kind (an
-    exact match when the verdict is exact), at the distance given. With `chains`, following
+    exact match when the verdict is exact), at the distance given (and with the Jaccard estimate
+    given, when the tuples carry one). With `chains`, following
     `duplicate_of` from any duplicate must end, without a cycle, at a page that is not a duplicate:
     true when every URL has one body; a URL recrawled with another body can be the duplicate of
     content another URL used to have and the other way round (the oracle's own best matches too).
     """
     fetches = list(fetches)
-    expected = oracle_from_fetches(fetches, k)
+    expected = oracle_from_fetches(fetches, k, lsh)
     versions, current = _versions(fetches)
     by_url: dict[str, list[PageVersion]] = {}
     for v in versions:
@@ -64,18 +72,21 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
     problems = [f"{url}: decided {decided.get(url)}, the oracle says {want}" for url, want in expected.items()
                 if url not in decided or decided[url][0] != want[0]]
     problems += [f"{url}: decided, but not in the input" for url in decided if url not in expected]
-    for url, (verdict, target, distance) in decided.items():
+    for url, said in decided.items():
+        verdict, target, distance = said[:3]
+        jaccard = said[3] if len(said) > 3 else None
         if verdict not in ("exact_duplicate", "near_duplicate"):
             if target is not None:
                 problems.append(f"{url}: {verdict} names duplicate_of {target}")
             continue
         page = current.get(url)
         matches = [m for other in by_url.get(target or "", []) if page is not None and better_ranked(other, page)
-                   and (m := match_of(page, other, k)) is not None and m.exact == (verdict == "exact_duplicate")
-                   and m.distance == distance]
+                   and (m := match_of(page, other, k, lsh)) is not None and m.exact == (verdict == "exact_duplicate")
+                   and m.distance == distance
+                   and (len(said) < 4 or (None if m.jaccard is None else round(m.jaccard, JACCARD_DIGITS)) == jaccard)]
         if not matches:
-            problems.append(f"{url}: {verdict} of {target} at distance {distance}, which is no better-ranked "
-                            f"match of that kind")
+            problems.append(f"{url}: {verdict} of {target} at distance {distance} (Jaccard {jaccard}), which is no "
+                            f"better-ranked match of that kind")
         seen = {url}
         while chains and target is not None and target in decided and decided[target][0] in ("exact_duplicate",
                                                                                   "near_duplicate"):

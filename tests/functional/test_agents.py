@@ -318,8 +318,9 @@ def test_a_trap_host_gets_a_signal_with_its_penalty(tmp_path: Path) -> None:
     assert {(r["kind"], r["param"]) for r in first["url_rules"]} >= {("ignore_query_param", "sid")}
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "minhash"), [(1, False), (2, False), (1, True), (2, True)])
+def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides(tmp_path: Path, seed: int,
+                                                                                 minhash: bool) -> None:
     events, truth = generate_crawl_with_truth(seed=11)
     rng = random.Random(seed)
     sample = rng.sample(events, 70)
@@ -331,13 +332,15 @@ def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides
             await kafka.run()
         return latest(kafka)
 
-    got = in_memory(settings_for(tmp_path), scenario)
-    settings = settings_for(tmp_path)
+    got = in_memory(settings_for(tmp_path, minhash=minhash), scenario)
+    settings = settings_for(tmp_path, minhash=minhash)
+    lsh = settings.core.design.lsh
+    assert (lsh is not None) == minhash
     fetches = [f for e in sample if isinstance(f := fingerprint_event(orjson.dumps(e), settings=settings.core),
                                                  Fetch)]
-    expected = oracle_from_fetches(fetches, settings.k)
-    assert rule_problems({u: (d["verdict"], d["duplicate_of"], d["distance"]) for u, d in got.items()}, fetches,
-                         settings.k) == []
+    expected = oracle_from_fetches(fetches, settings.k, lsh)
+    assert rule_problems({u: (d["verdict"], d["duplicate_of"], d["distance"], d["jaccard"])
+                          for u, d in got.items()}, fetches, settings.k, lsh=lsh) == []
     assert {v for v, _, _ in expected.values()} >= {"unique", "exact_duplicate", "near_duplicate"}
     assert all(d["complete"] for d in got.values())
 
