@@ -30,9 +30,12 @@ def load() -> Settings:
         raise typer.Exit(2) from None
 
 
+FILES_HELP = "JSONL or WARC files (gzipped too); one that cannot be read is reported, the others are read"
+
+
 @app.command()
 def scan(
-    files: Annotated[list[Path], typer.Argument(help="JSONL or WARC files (gzipped too)", exists=True, dir_okay=False)],
+    files: Annotated[list[Path], typer.Argument(help=FILES_HELP)],
     state: Annotated[Path, typer.Option("--state", help="RocksDB state directory; a later run continues from it")],
     out: Annotated[Path, typer.Option("--out", help="decisions, one JSON line each (revisions are later lines)")],
     rejects: Annotated[Path | None, typer.Option("--rejects", help="bad events with their reasons")] = None,
@@ -48,6 +51,8 @@ def scan(
     summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts,
                        processes=settings.extract_processes if processes is None else processes, progress=progress)
     summary.print(err)
+    if summary.file_errors:  # every other file was read and decided
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -90,17 +95,18 @@ def topics_list() -> None:
 
 @app.command()
 def publish(
-    files: Annotated[list[Path], typer.Argument(help="JSONL or WARC files (gzipped too)", exists=True, dir_okay=False)],
+    files: Annotated[list[Path], typer.Argument(help=FILES_HELP)],
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Publish fetched pages to `pages.fetched`, keyed by URL."""
     from streams.cli.publish import publish_files
 
     result = publish_files(load(), files, progress=progress)
-    err.print(f"published {result.sent} events; {result.failed} failed")
-    if result.failed:
-        for line in result.errors[:20]:
-            err.print(f"  {line}")
+    err.print(f"published {result.sent} events; {result.failed} failed; {len(result.file_errors)} files not read "
+              "to their end")
+    for line in result.errors[:20]:
+        err.print(f"  {line}")
+    if result.failed or result.file_errors:
         raise typer.Exit(1)
 
 
