@@ -51,12 +51,41 @@ def add_pages(app: faust.App, settings: Settings, partitions: int) -> None:
         return view.text(tasks_report())
 
 
+def _awaiting(awaitable: Any) -> list[str]:
+    """The frames a coroutine or async generator waits in, outermost first (`cr_await` chains)."""
+    out = []
+    while awaitable is not None:
+        frame = next((getattr(awaitable, a) for a in ("cr_frame", "ag_frame", "gi_frame")
+                      if getattr(awaitable, a, None) is not None), None)
+        if frame is not None:
+            out.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        awaitable = next((getattr(awaitable, a) for a in ("cr_await", "ag_await", "gi_yieldfrom")
+                          if getattr(awaitable, a, None) is not None), None)
+    return out
+
+
 def tasks_report() -> str:
-    """Each task of the running loop, named, with its stack (innermost frame last)."""
+    """Each task of the running loop with the chain of frames it waits in; then every suspended async
+    generator (a task awaiting one shows only `async_generator_asend`) and each Faust stream's state."""
+    import gc
+
+    from faust.streams import Stream
+
     out = io.StringIO()
     tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
     out.write(f"{len(tasks)} tasks\n")
     for task in tasks:
-        out.write(f"\n--- {task.get_name()}: {task.get_coro()!r}\n")
-        task.print_stack(limit=12, file=out)
+        out.write(f"\n--- {task.get_name()}\n" + "\n".join(_awaiting(task.get_coro())) + "\n")
+    objects = gc.get_objects()
+    out.write("\n=== async generators\n")
+    for obj in objects:
+        if type(obj).__name__ == "async_generator" and getattr(obj, "ag_frame", None) is not None:
+            out.write(f"\n--- {obj!r} running={obj.ag_running}\n" + "\n".join(_awaiting(obj)) + "\n")
+    out.write("\n=== streams\n")
+    for obj in objects:
+        if isinstance(obj, Stream):
+            queue = getattr(obj.channel, "queue", None)
+            out.write(f"{obj!r}: passive={obj._passive} enable_acks={obj.enable_acks} "
+                      f"should_stop={obj.should_stop} processors={len(obj._processors)} "
+                      f"queued={queue.qsize() if queue is not None else None}\n")
     return out.getvalue()
