@@ -47,8 +47,9 @@ def add_pages(app: faust.App, settings: Settings, partitions: int) -> None:
 
     @app.page("/debug/tasks")
     async def tasks_page(view: View, request: Request) -> Response:
-        """Plain text: every asyncio task of the worker's event loop with the stack it waits in."""
-        return view.text(tasks_report())
+        """Plain text: every asyncio task of the worker's event loop with the stack it waits in, and
+        which channels the consumer delivers each assigned partition to."""
+        return view.text(tasks_report() + delivery_report(app))
 
 
 def _awaiting(awaitable: Any) -> list[str]:
@@ -88,4 +89,29 @@ def tasks_report() -> str:
             out.write(f"{obj!r}: passive={obj._passive} enable_acks={obj.enable_acks} "
                       f"should_stop={obj.should_stop} processors={len(obj._processors)} "
                       f"queued={queue.qsize() if queue is not None else None}\n")
+    return out.getvalue()
+
+
+def delivery_report(app: faust.App) -> str:
+    """Per assigned partition: the channels Faust's conductor delivers its records to (by id), the
+    consumer's fetch position and the offset it last handed on (a partition with no channel, or a
+    position past what was handed on while its queue is empty, loses records)."""
+    conductor: Any = app.topics
+    consumer: Any = app.consumer
+    out = io.StringIO()
+    out.write("\n=== delivery\n")
+    for tp in sorted(consumer.assignment()):
+        if tp.topic.endswith("-changelog"):
+            continue
+        channels = conductor._tp_index.get(tp, set())
+        out.write(f"{tp.topic}:{tp.partition}: channels {sorted(id(c) for c in channels)} "
+                  f"callback {tp in conductor._tp_to_callback} read {consumer._read_offset.get(tp)} "
+                  f"committed {consumer._committed_offset.get(tp)}\n")
+    import gc
+
+    from faust.streams import Stream
+
+    for obj in gc.get_objects():
+        if isinstance(obj, Stream):
+            out.write(f"stream over channel {id(obj.channel)} ({obj.channel!r})\n")
     return out.getvalue()
