@@ -34,6 +34,7 @@ from neardup_core.testing.labelled import (
     NEGATIVE,
     Fingerprint,
     build_labelled_set,
+    curated_rows,
     scored_rows,
     write_rows,
 )
@@ -162,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--show", type=int, default=0, help="list up to N false positives and misses")
     parser.add_argument("--curated-only", action="store_true", help="only the PAIRS.jsonl table")
+    parser.add_argument("--with-curated", action="store_true",
+                        help="also write the curated pairs labelled duplicate, near-duplicate or distinct "
+                             "(kind curated:<relation>) that are not same-group negatives already")
     args = parser.parse_args(argv)
     if not (args.corpus / "MANIFEST.jsonl").is_file():
         print(f"no corpus at {args.corpus} (expected MANIFEST.jsonl there)", file=sys.stderr)
@@ -175,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     labelled = build_labelled_set(args.corpus, sample=args.sample or None, seed=args.seed,
                                   min_words=args.min_words)
+    if args.with_curated:
+        labelled.rows.extend(curated_rows(args.corpus, labelled.rows))
     n = write_rows(labelled.rows, args.out)
     kinds = labelled.kinds()
     print(f"# labelled pairs: {n} rows written to {args.out} in {time.perf_counter() - started:.0f} s\n")

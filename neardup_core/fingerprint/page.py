@@ -109,3 +109,13 @@ def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tu
     if not main.text.strip():
         return None, None
     return text_fingerprint(main.text, settings)
+
+
+def html_fingerprints(html: str, settings: CoreSettings = DEFAULT_SETTINGS
+                      ) -> tuple[str | None, int | None, bytes | None]:
+    """(text digest, SimHash, MinHash signature) of an HTML page's main text, as `fingerprint` makes
+    them; (None, None, None) when the page would be skipped (no main text, or only template text)."""
+    main = extract(html)
+    if main.skip_reason or not main.text.strip():
+        return None, None, None
+    return text_fingerprints(main.text, settings)

@@ -54,7 +54,10 @@ MIN_CONTAINER_SHARE = 0.8
 """A template page must hold this share of its main text in one container, or replacing that container
 would leave its own article on the page next to the new one (a merge, not a copy)."""
 
-Fingerprint = tuple[str | None, int | None]
+Fingerprint = tuple[Any, ...]
+"""(text digest, SimHash) or (text digest, SimHash, MinHash signature) of a page."""
+CURATED_LABELS = {"duplicate": True, "near-duplicate": True, "distinct": False}
+"""The curated labels a pair set can score; partial overlaps and ambiguous pairs are neither."""
 
 
 @dataclass
@@ -180,6 +183,23 @@ def build_labelled_set(corpus: Path, *, sample: int | None = 200, seed: int = 7,
     result.rows.extend({"a": str(corpus / a), "b": str(corpus / b), "duplicate": False, "kind": NEGATIVE,
                         "base": a} for a, b in negatives)
     return result
+
+
+def curated_rows(corpus: Path, already: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The curated pairs of PAIRS.jsonl labelled duplicate, near-duplicate or distinct, as rows of
+    kind `curated:<relation>`, except pairs already among `already` (the same-group negatives hold the
+    curated distinct pairs of one template group)."""
+    corpus = corpus.resolve()
+    seen = {frozenset((str(r["a"]), str(r["b"]))) for r in already if isinstance(r["b"], str)}
+    out = []
+    for pair in read_curated(corpus):
+        label = CURATED_LABELS.get(pair["expected"])
+        a, b = str(corpus / pair["a"]), str(corpus / pair["b"])
+        if label is None or frozenset((a, b)) in seen:
+            continue
+        out.append({"a": a, "b": b, "duplicate": label, "kind": f"curated:{pair['relation']}", "base": pair["a"],
+                    "curated": pair["id"]})
+    return out
 
 
 def _int_seed(seed: int, path: str) -> int:

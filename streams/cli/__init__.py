@@ -129,11 +129,14 @@ def tune(
     pairs: Annotated[Path, typer.Option("--pairs", help="labelled pairs: {a, b, duplicate} per line", exists=True)],
     plot: Annotated[Path | None, typer.Option("--plot", help="write a precision/recall plot (PNG)")] = None,
     max_k: Annotated[int, typer.Option(help="largest k to evaluate")] = 12,
+    min_precision: Annotated[float, typer.Option(help="the precision the recommended setting must reach")] = 0.998,
+    report: Annotated[Path | None, typer.Option("--report", help="also write the tables as Markdown")] = None,
 ) -> None:
-    """Precision, recall and F1 per k on labelled pairs, and the recommended k."""
+    """Precision, recall and F1 on labelled pairs for SimHash (per k), MinHash (per bands x rows and J)
+    and both, and the recommended setting."""
     from streams.cli.tune import run_tune
 
-    run_tune(pairs, plot=plot, max_k=max_k, settings=load())
+    run_tune(pairs, plot=plot, max_k=max_k, settings=load(), min_precision=min_precision, report=report)
 
 
 @app.command()

@@ -40,14 +40,16 @@ def fetch(sig: bytes | None, url: str = "https://a.example/x") -> Fetch:
 
 
 def test_band_probes() -> None:
-    version = fetch(bytes(range(64))).version
+    version = fetch(bytes(range(CoreSettings().bands * CoreSettings().rows))).version
     assert version is not None
     design = CoreSettings(minhash=True).design
     probes = probes_for(design, version)
-    assert len(probes) == design.table_count + 16 + 2 == len(table_ids(design, version))
+    assert design.lsh is not None
+    bands = design.lsh.bands
+    assert len(probes) == design.table_count + bands + 2 == len(table_ids(design, version))
     assert records.decode_probes(records.encode_probes(probes)) == probes
     band = [p for p in probes if p.table >= BAND_TABLE_BASE and p.table < TEXT_TABLE]
-    assert len(band) == 16 and all(group_of_key(p.entry_key) == p.group and len(p.group) == 13 for p in band)
+    assert len(band) == bands and all(group_of_key(p.entry_key) == p.group and len(p.group) == 13 for p in band)
     assert all(p.lo <= p.group < p.hi for p in probes)
     # a page without a signature (MinHash was off when it was fingerprinted) is probed without bands
     plain = fetch(None).version

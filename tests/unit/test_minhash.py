@@ -83,8 +83,8 @@ def test_text_fingerprints_share_the_simhash_shingles() -> None:
     digest, simhash, sig = text_fingerprints(TEXT, on)
     assert (digest, simhash) == text_fingerprint(TEXT, on)
     features = shingle_features(TEXT, on.shingle_size)
-    assert sig == minhash(features.hashes, 64)
-    assert text_fingerprints(TEXT, CoreSettings())[2] is None  # off
+    assert sig == minhash(features.hashes, on.bands * on.rows)
+    assert text_fingerprints(TEXT, CoreSettings(minhash=False))[2] is None  # off
     assert text_fingerprints("too short", on)[1:] == (None, None)
 
 
