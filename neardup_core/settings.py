@@ -77,14 +77,14 @@ class CoreSettings:
     """After this, a page whose probes have not all answered is decided provisionally: 1 ms to a day."""
     host_window_s: int = 3600
     """Window of the per-host statistics, by fetch time: 1 s to a year."""
-    minhash: bool = False
+    minhash: bool = True
     """MinHash signatures and LSH band tables beside the SimHash: near also means sharing a band
     with a Jaccard estimate >= `jaccard`."""
-    bands: int = 16
+    bands: int = 20
     """LSH bands (one more table each) when `minhash` is on: 1 to 64."""
     rows: int = 4
     """Rows (8-bit minima) per band: 1 to 32; the signature has bands * rows rows."""
-    jaccard: float = 0.5
+    jaccard: float = 0.75
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
 
     def __post_init__(self) -> None:

@@ -103,13 +103,13 @@ class Settings:
     shingle_size: int = _env("NEARDUP_SHINGLE_SIZE", 2, _int)
     min_features: int = _env("NEARDUP_MIN_FEATURES", 8, _int)
     """Pages with fewer distinct shingles are checked by digest only."""
-    minhash: bool = _env("NEARDUP_MINHASH", False, _bool)
+    minhash: bool = _env("NEARDUP_MINHASH", True, _bool)
     """MinHash signatures and LSH band tables beside the SimHash."""
-    bands: int = _env("NEARDUP_BANDS", 16, _int)
+    bands: int = _env("NEARDUP_BANDS", 20, _int)
     """LSH bands (one more table each) when MinHash is on."""
     rows: int = _env("NEARDUP_ROWS", 4, _int)
     """Rows per LSH band."""
-    jaccard: float = _env("NEARDUP_JACCARD", 0.5, _float)
+    jaccard: float = _env("NEARDUP_JACCARD", 0.75, _float)
     """The Jaccard estimate at or above which a page sharing a band is near (in hundredths)."""
     decision_timeout_s: float = _env("NEARDUP_DECISION_TIMEOUT_S", 30.0, _float)
     """After this, a page whose probes have not all answered is decided provisionally."""

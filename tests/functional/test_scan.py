@@ -17,15 +17,18 @@ from pathlib import Path
 import orjson
 import pytest
 
+from neardup_core.dedup.rule import band_jaccard
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.fingerprint.simhash import from_hex, hamming
 from neardup_core.hosts.urls import host_of
+from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import rule_problems
 from neardup_core.testing.synthetic import generate_crawl
 from streams.cli.scan import bounded_map
 
 K = 3
+LSH = CoreSettings().design.lsh  # scan runs with the defaults: MinHash on
 ROOT = Path(__file__).resolve().parents[2]
 BAD_LINES = [b"{broken json", b'{"url": "https://x.example/a"}', b'{"url": 7, "body": "<p>x</p>"}']
 
@@ -63,7 +66,7 @@ def latest(path: Path) -> dict[str, dict]:
 
 
 def said(decisions: dict[str, dict]) -> dict[str, tuple]:
-    return {u: (d["verdict"], d["duplicate_of"], d["distance"]) for u, d in decisions.items()}
+    return {u: (d["verdict"], d["duplicate_of"], d["distance"], d["jaccard"]) for u, d in decisions.items()}
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +86,11 @@ def scanned(crawl: list[dict], tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def test_two_input_orders_give_the_oracle_verdicts_and_valid_duplicates(crawl, scanned) -> None:
     first, second, _, _ = scanned
-    assert {u: v for u, (v, _, _) in said(first).items()} == {u: v for u, (v, _, _) in said(second).items()}
+    assert {u: v[0] for u, v in said(first).items()} == {u: v[0] for u, v in said(second).items()}
     fetches = [fetch_of(e) for e in crawl]
-    assert rule_problems(said(first), fetches, K) == []
-    assert rule_problems(said(second), fetches, K) == []
+    assert LSH is not None
+    assert rule_problems(said(first), fetches, K, lsh=LSH) == []
+    assert rule_problems(said(second), fetches, K, lsh=LSH) == []
     assert {d["verdict"] for d in first.values()} >= {"unique", "exact_duplicate", "near_duplicate"}
 
 
@@ -99,16 +103,22 @@ def test_duplicates_name_a_close_page_and_uniques_are_far_apart(crawl, scanned) 
     for url, d in first.items():
         if d["verdict"] in ("exact_duplicate", "near_duplicate"):
             assert d["duplicate_of"] != url
+            [mine] = [f.version for f in versions[url] if f.body_sha256 == d["body_sha256"]][:1]
             close = [v for v in versions[d["duplicate_of"]]
                      if v.text_sha256 == d["text_sha256"] or v.body_sha256 == d["body_sha256"]
-                     or (v.simhash is not None and d["simhash"] and hamming(v.simhash, from_hex(d["simhash"])) <= K)]
-            assert close, f"{url} names {d['duplicate_of']}, which is neither within {K} bits nor equal"
+                     or (v.simhash is not None and d["simhash"] and hamming(v.simhash, from_hex(d["simhash"])) <= K)
+                     or (mine is not None and v.version is not None and band_jaccard(mine, v.version, LSH))]
+            assert close, f"{url} names {d['duplicate_of']}, which is neither within {K} bits, nor in a band, nor equal"
     uniques = [d for d in first.values() if d["verdict"] == "unique"]
+    current = {url: f.version for url, fs in versions.items() for f in fs if f.body_sha256 == first[url]["body_sha256"]}
     for i, a in enumerate(uniques):
         for b in uniques[i + 1:]:
             assert a["text_sha256"] != b["text_sha256"] and a["body_sha256"] != b["body_sha256"]
             if a["simhash"] and b["simhash"]:
                 assert hamming(from_hex(a["simhash"]), from_hex(b["simhash"])) > K, (a["url"], b["url"])
+            va, vb = current.get(a["url"]), current.get(b["url"])
+            if va is not None and vb is not None:
+                assert band_jaccard(va, vb, LSH) is None, (a["url"], b["url"])
 
 
 def test_bad_lines_go_to_the_rejects_file_with_reasons(crawl, scanned) -> None:
