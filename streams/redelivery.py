@@ -9,12 +9,12 @@ partition is never read again until the next rebalance (faust-streaming issue #6
 symptom). Seen here as a worker restarted after SIGKILL that holds `pages.fetched` partitions with
 nothing read from them, its position at the end of the log and its stream idle.
 
-Faust's own remedy after every rebalance is `Consumer.perform_seek()`: every partition back to its
-committed offset. `RedeliveryWatch` applies it when a partition looks like that: its position is past
-the last record handed to its streams, their queues are empty, and neither changed between two checks.
+`RedeliveryWatch` notices a partition like that (its position is past the last record handed to its
+streams, their queues are empty, and neither changed between two checks) and seeks it with Faust's
+`Consumer.seek` to just after the last record handed on, or to its start when none was (`refetch_from`).
 Records fetched twice are processed twice, which the idempotent state makes harmless. A partition is
-re-sought at most once per position, so a false alarm (a partition whose log starts past offset 0)
-costs one seek.
+sought at most once per position, so a false alarm (a partition whose log starts past offset 0) costs
+one seek.
 """
 
 from __future__ import annotations
@@ -64,13 +64,14 @@ class RedeliveryWatch:
         now = await self.observe()
         stalled = sorted(tp for tp in stalled_partitions(self.last, now) if self.sought.get(tp) != now[tp].position)
         self.last = now
-        if stalled:
-            log.warning("records fetched but never handed to a stream on %s: seeking to the committed offsets",
-                        ", ".join(f"{tp.topic}:{tp.partition}" for tp in stalled))
-            await self.app.consumer.perform_seek()
+        for tp in stalled:
+            offset = refetch_from(now[tp])
+            log.warning("records of %s:%d fetched up to offset %d but handed on only up to %s: fetching again "
+                        "from offset %d", tp.topic, tp.partition, now[tp].position, now[tp].handed_on, offset)
+            await self.app.consumer.seek(tp, offset)
             RESEEKS.inc()
-            for tp in stalled:
-                self.sought[tp] = now[tp].position
+            self.sought[tp] = now[tp].position
+        if stalled:
             self.last.clear()
 
     async def observe(self) -> dict[TP, Delivery]:
@@ -91,6 +92,14 @@ class RedeliveryWatch:
             out[tp] = Delivery(position, consumer._read_offset.get(tp),
                                any(not channel.queue.empty() for channel in channels))
         return out
+
+
+def refetch_from(delivery: Delivery) -> int:
+    """Where to fetch a stalled partition from again: after the last record handed on, or from the
+    start when none was since the last seek (then nothing was committed either: Faust seeks every
+    partition with a committed offset and hands on from there; aiokafka's `seek_to_committed` skips
+    the others, so `Consumer.perform_seek` would leave such a partition where it is)."""
+    return delivery.handed_on + 1 if delivery.handed_on is not None else 0
 
 
 def stalled_partitions(before: dict[TP, Delivery], now: dict[TP, Delivery]) -> list[TP]:

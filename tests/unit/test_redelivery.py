@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from faust.types import TP
 
-from streams.redelivery import Delivery, stalled_partitions
+from streams.redelivery import Delivery, refetch_from, stalled_partitions
 
 A = TP("pages.fetched", 0)
 B = TP("pages.fetched", 1)
@@ -27,3 +27,8 @@ def test_stalled_needs_two_equal_checks() -> None:
     assert stalled_partitions({A: stuck}, moving) == []
     fine = Delivery(91, 90, False)
     assert stalled_partitions({A: stuck, B: fine}, {A: stuck, B: fine}) == [A]
+
+
+def test_refetch_from_after_the_last_record_handed_on_or_from_the_start() -> None:
+    assert refetch_from(Delivery(90, 40, False)) == 41
+    assert refetch_from(Delivery(90, None, False)) == 0  # nothing handed on, nothing committed
