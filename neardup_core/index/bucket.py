@@ -279,7 +279,8 @@ def _members(store: Store, group: bytes, items: list[tuple[bytes, bytes]]) -> li
     return out
 
 
-def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tuple[Answer, list[Revision]]:
+def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
+                 records: dict[bytes, PageVersion] | None = None) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
 
     1. Every group that can match: its best better-ranked member of another URL is a candidate
@@ -333,11 +334,15 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int) -> tup
                     revise(decode_page(raw))
 
     record_key = version_record_key(vid)  # 3.
-    stored = store.get(record_key)
-    kept = decode_page(stored) if stored is not None else None
+    kept = records.get(vid) if records is not None else None
+    if kept is None:
+        stored = store.get(record_key)
+        kept = decode_page(stored) if stored is not None else None
     if kept is None or kept.fetched_at_ms > page.fetched_at_ms:
         kept = page
         store.put(record_key, encode_page(page))
+    if records is not None:
+        records[vid] = kept
     writes: list[tuple[bytes, bytes]] = [(probe.group + m, vid) for m in marks]
     if existed is None:
         writes.append((probe.entry_key, b""))
@@ -356,8 +361,9 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int
     overlay = Overlay(store)
     answers: dict[tuple[bytes, int], Answer] = {}
     revisions: list[Revision] = []
+    records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     for probe in probes:
-        answer, found = probe_bucket(overlay, probe, design, k)
+        answer, found = probe_bucket(overlay, probe, design, k, records)
         key = (answer.version_id, answer.round_ms)
         if key in answers:
             seen = answers[key]
