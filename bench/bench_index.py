@@ -19,6 +19,11 @@ Backends, each measured in its own child process (clean RSS):
   compaction before the disk is measured. Timed queries are
   the real path: `probes_for` + `probe_bucket` on every table of a query page (near tables plus
   the two digest tables), i.e. the whole index step for one page, query then insert.
+* ``rocks-t10-l20x4``: the default design since issue 12: the 10 near tables and 20 LSH band tables
+  (MinHash 20 bands x 4 rows, 8-bit rows, J >= 0.75), each page with an 80-byte signature (random
+  rows; a planted near duplicate copies its source's signature with 5 of 80 rows changed, so it shares
+  most bands); the batch path writes one band entry per band (`table | band hash | signature hash |
+  version id`) and the version record with the signature, as the real path does.
 * ``numpy``: brute force, `neardup_core.fingerprint.simhash.hamming_many` (`np.bitwise_count`) over an array of
   the N fingerprints.
 * ``datasketch``: `MinHashLSH(threshold=0.8, num_perm=128)` over MinHashes of small random sets (20
@@ -62,17 +67,25 @@ from common import (
 
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.simhash import hamming_many
-from neardup_core.index.bucket import encode_page, probe_bucket, probes_for
-from neardup_core.index.keys import BODY_TABLE, TEXT_TABLE, exact_entry_key, shared_prefix_bytes, version_record_key
-from neardup_core.index.tables import TableDesign
+from neardup_core.index.bucket import band_hash, encode_page, probe_bucket, probes_for, signature_hash
+from neardup_core.index.keys import (
+    BODY_TABLE,
+    TEXT_TABLE,
+    band_group_key,
+    exact_entry_key,
+    version_record_key,
+)
+from neardup_core.index.tables import BandDesign, TableDesign
 
 K = 3
 BASE_MS = 1_600_000_000_000
 NEAR_SHARE = 0.05
 SET_SIZE = 20
 DESIGNS = {"rocks-t4": TableDesign(K, 4), "rocks-t10": TableDesign(K, 5), "rocks-t20": TableDesign(K, 6),
-           "rocks-t20-nofilter": TableDesign(K, 6)}
-ALL_BACKENDS = ("rocks-t4", "rocks-t10", "rocks-t20", "rocks-t20-nofilter", "numpy", "datasketch")
+           "rocks-t20-nofilter": TableDesign(K, 6), "rocks-t10-l20x4": TableDesign(K, 5, BandDesign(20, 4, 0.75))}
+ALL_BACKENDS = ("rocks-t4", "rocks-t10", "rocks-t20", "rocks-t20-nofilter", "rocks-t10-l20x4", "numpy",
+                "datasketch")
+CHANGED_ROWS = 5
 DATASKETCH_MAX = 10**6
 CHUNK = 50_000
 
@@ -102,21 +115,49 @@ def flip_masks(rng: np.random.Generator, count: int) -> np.ndarray:
 
 def query_fingerprints(fps: np.ndarray, q: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Q query SimHashes: even ones near a random stored page, odd ones random; and which are near."""
+    out, near, _ = query_targets(fps, q, seed)
+    return out, near
+
+
+def query_targets(fps: np.ndarray, q: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`query_fingerprints` and the stored page each near query is near."""
     rng = np.random.default_rng(seed + 1)
     out = rng.integers(0, 2**64, size=q, dtype=np.uint64)
     near = np.arange(q) % 2 == 0
     targets = rng.integers(0, len(fps), size=int(near.sum()))
     out[near] = fps[targets] ^ flip_masks(rng, len(targets))
-    return out, near
+    return out, near, targets
+
+
+def signatures(n: int, rows: int, seed: int, planted: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """N random b-bit signatures of `rows` rows; a planted page's is its source's with CHANGED_ROWS rows changed."""
+    rng = np.random.default_rng(seed + 2)
+    sigs = rng.integers(0, 256, size=(n, rows), dtype=np.uint8)
+    sigs[planted] = sigs[sources]
+    for _ in range(CHANGED_ROWS):
+        cols = rng.integers(0, rows, size=len(planted))
+        sigs[planted, cols] ^= np.uint8(0x5A)
+    return sigs
+
+
+def query_signatures(sigs: np.ndarray, qfps_targets: np.ndarray, near: np.ndarray, seed: int) -> np.ndarray:
+    """Signatures of the queries: a near query's is its target's with CHANGED_ROWS rows changed."""
+    rng = np.random.default_rng(seed + 3)
+    out = rng.integers(0, 256, size=(len(near), sigs.shape[1]), dtype=np.uint8)
+    out[near] = sigs[qfps_targets]
+    idx = np.flatnonzero(near)
+    for _ in range(CHANGED_ROWS):
+        out[idx, rng.integers(0, sigs.shape[1], size=len(idx))] ^= np.uint8(0x5A)
+    return out
 
 
 def url_of(i: int) -> str:
     return f"https://h{i % 1000:03d}.example/p/{i:010d}"
 
 
-def page_of(i: int, fp: int) -> PageVersion:
+def page_of(i: int, fp: int, sig: np.ndarray | None = None) -> PageVersion:
     return PageVersion(url_of(i), 0.0, BASE_MS + i, hashlib.sha256(b"body%d" % i).hexdigest(),
-                       hashlib.sha256(b"text%d" % i).hexdigest(), int(fp))
+                       hashlib.sha256(b"text%d" % i).hexdigest(), int(fp), sig.tobytes() if sig is not None else None)
 
 
 def permute_many(design: TableDesign, fps: np.ndarray, table: int) -> np.ndarray:
@@ -138,12 +179,18 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     from neardup_core.store.rocks import RocksStore, rocks_options
 
     design = DESIGNS[backend]
-    fps, _, _ = fingerprints(n, seed)
+    fps, planted, sources = fingerprints(n, seed)
+    lsh = design.lsh
+    sigs = signatures(n, lsh.permutations, seed, planted, sources) if lsh is not None else None
+
+    def page(i: int) -> PageVersion:
+        return page_of(i, fps[i], sigs[i] if sigs is not None else None)
+
     path = workdir / f"{backend}-{n}"
     shutil.rmtree(path, ignore_errors=True)
     gc.collect()
     rss0 = rss_bytes()
-    prefix = None if backend.endswith("nofilter") else shared_prefix_bytes(min(design.key_bits))
+    prefix = None if backend.endswith("nofilter") else design.prefix_bytes
     db = Rdict(str(path), options=rocks_options(prefix))
     store = RocksStore.wrap(db, same_prefix=prefix is not None)
     out: dict[str, Any] = {"design": design.name}
@@ -152,8 +199,7 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     real = min(n, real_inserts)
     start = time.perf_counter()
     for i in range(real):
-        page = page_of(i, fps[i])
-        for probe in probes_for(design, page):
+        for probe in probes_for(design, page(i)):
             probe_bucket(store, probe, design, K)
     out["real_inserts"] = real
     out["real_insert_pages_s"] = real / (time.perf_counter() - start) if real else None
@@ -164,7 +210,7 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     key_dtype = np.dtype([("t", "u1"), ("p", ">u8"), ("v", "V12")])
     for lo in range(real, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        pages = [page_of(i, fps[i]) for i in range(lo, hi)]
+        pages = [page(i) for i in range(lo, hi)]
         vids = [p.version_id for p in pages]
         wb = WriteBatch(raw_mode=True)
         keys = np.zeros(hi - lo, key_dtype)
@@ -178,7 +224,11 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
             wb.put(exact_entry_key(TEXT_TABLE, p.text_sha256, vid), b"")
             wb.put(exact_entry_key(BODY_TABLE, p.body_sha256, vid), b"")
             wb.put(version_record_key(vid), encode_page(p))
-        entries += (hi - lo) * (design.table_count + 3)
+            if lsh is not None and p.minhash is not None:
+                sig_hash = signature_hash(p.minhash)
+                for band in range(lsh.bands):
+                    wb.put(band_group_key(lsh.table(band), band_hash(lsh, p.minhash, band), sig_hash) + vid, b"")
+        entries += (hi - lo) * (design.table_count + 3 + (lsh.bands if lsh is not None else 0))
         db.write(wb)
     batch_s = time.perf_counter() - start
     out["batch_pages"] = n - real
@@ -195,24 +245,24 @@ def child_rocks(n: int, backend: str, q: int, seed: int, real_inserts: int, work
     # the batch wrote what the real path writes
     check = [real, n - 1] if n > real else []
     for i in check:
-        page = page_of(i, fps[i])
-        for probe in probes_for(design, page):
+        for probe in probes_for(design, page(i)):
             assert db.get(probe.entry_key) == b"", f"batch key mismatch for page {i}"
-        assert db.get(version_record_key(page.version_id)) == encode_page(page), f"version record of page {i}"
+        assert db.get(version_record_key(page(i).version_id)) == encode_page(page(i)), f"version record of page {i}"
 
     # 3. queries: candidates counted untimed, then the timed real path (query then insert)
-    qfps, near = query_fingerprints(fps, q, seed)
-    queries = [page_of(n + j, qfps[j]) for j in range(q)]
+    qfps, near, targets = query_targets(fps, q, seed)
+    qsigs = query_signatures(sigs, targets, near, seed) if sigs is not None else None
+    queries = [page_of(n + j, qfps[j], qsigs[j] if qsigs is not None else None) for j in range(q)]
     candidates = []
-    for page in queries:
-        probes = probes_for(design, page)
+    for query in queries:
+        probes = probes_for(design, query)
         candidates.append(sum(1 for probe in probes for _ in store.scan(probe.lo, probe.hi)))
     latencies, found = [], []
     clock = time.perf_counter
-    for page in queries:
+    for query in queries:
         t0 = clock()
         hit = False
-        for probe in probes_for(design, page):
+        for probe in probes_for(design, query):
             answer, _ = probe_bucket(store, probe, design, K)
             hit = hit or answer.best is not None
         latencies.append(clock() - t0)
