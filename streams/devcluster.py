@@ -240,14 +240,23 @@ def latest_by_url(decisions: Iterable[Decision]) -> dict[str, Decision]:
     return latest
 
 
-def all_complete(urls: set[str]) -> Callable[[list[Decision]], bool]:
-    """A `read_until` condition: every URL of `urls` has a latest decision, and it is complete."""
+@dataclass(frozen=True)
+class all_complete:  # noqa: N801 (used as a function: a condition)
+    """A `read_until` condition: every URL of `urls` has a latest decision, and it is complete.
+    `why_not` says which do not, for the timeout's message."""
 
-    def done(decisions: list[Decision]) -> bool:
+    urls: set[str]
+
+    def __call__(self, decisions: list[Decision]) -> bool:
         latest = latest_by_url(decisions)
-        return urls <= set(latest) and all(latest[u]["complete"] for u in urls)
+        return self.urls <= set(latest) and all(latest[u]["complete"] for u in self.urls)
 
-    return done
+    def why_not(self, decisions: list[Decision]) -> str:
+        latest = latest_by_url(decisions)
+        missing = sorted(self.urls - set(latest))
+        incomplete = sorted(u for u in self.urls & set(latest) if not latest[u]["complete"])
+        return (f"{len(missing)} URLs without a decision {missing[:5]}, {len(incomplete)} whose latest "
+                f"decision is incomplete {[latest[u] for u in incomplete[:3]]}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,6 +630,12 @@ class Cluster:
         """The messages of a topic of the app (JSON values, each with its record key under `_key`) from
         its start, once `done(messages)` holds and nothing new came for `settle_s`."""
         messages: list[Decision] = []
-        self.follow(topic, lambda r: messages.append(r.json() | {"_key": r.key}), lambda: done(messages),
-                    settle_s=settle_s, timeout_s=timeout_s)
+        try:
+            self.follow(topic, lambda r: messages.append(r.json() | {"_key": r.key}), lambda: done(messages),
+                        settle_s=settle_s, timeout_s=timeout_s)
+        except ClusterError as exc:
+            why_not = getattr(done, "why_not", None)
+            if why_not is None:
+                raise
+            raise ClusterError(f"not done: {why_not(messages)}\n{exc}") from None
         return messages
