@@ -15,11 +15,11 @@ from typing import Any
 
 import faust
 from aiokafka.helpers import create_ssl_context
-from faust.types import ProducerT, TableT, TopicT
+from faust.types import ConsumerT, ProducerT, TableT, TopicT
 
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
-from streams.redelivery import RedeliveryWatch
+from streams.redelivery import RedeliveringConsumer, RedeliveryWatch
 from streams.settings import Settings
 from streams.stores import STORE_URL
 from streams.topics import table_names
@@ -36,7 +36,13 @@ REDELIVERY_CHECK_S = 5.0  # a partition whose fetched records were dropped is fe
 
 class NeardupApp(faust.App):
     """A Faust app whose producer buffers up to `PRODUCER_BUFFER_MESSAGES` before the stream waits
-    for it (set on this app's producer, not on Faust's `ProducerBuffer` class)."""
+    for it (set on this app's producer, not on Faust's `ProducerBuffer` class), and whose consumer
+    fetches again what Faust's would drop (`streams.redelivery`)."""
+
+    def _new_consumer(self) -> ConsumerT:
+        transport: Any = self.transport  # Transport.create_consumer instantiates its `Consumer` class
+        transport.Consumer = RedeliveringConsumer
+        return super()._new_consumer()
 
     def _new_producer(self) -> ProducerT:
         producer = super()._new_producer()

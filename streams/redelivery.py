@@ -1,33 +1,69 @@
 """Fetching again what Faust fetched and dropped.
 
-faust-streaming 0.15 can drop records it has fetched: its fetch loop hands on only the records of
-partitions that are active when the fetch *returns* (`Consumer.getmany`), while aiokafka has already
-moved the partition's position past them. A fetch in flight across a rebalance's recovery (the fetcher
-runs while a restarted worker reads its changelogs, then Faust seeks the stream partitions and resumes
-them) can return in between: its records are neither queued, nor acked, nor committed, and the
-partition is never read again until the next rebalance (faust-streaming issue #629 reports the same
-symptom). Seen here as a worker restarted after SIGKILL that holds `pages.fetched` partitions with
-nothing read from them, its position at the end of the log and its stream idle.
+faust-streaming 0.15 can drop records it has fetched, silently: `Consumer.getmany` hands on only the
+records of partitions that are still active, under the same generation, while the flow is on, *when it
+gets to them*, but aiokafka has already moved each partition's position past everything it returned.
+A fetch in flight across a rebalance or a recovery (a restarted worker's fetcher runs while it reads
+its changelogs; Faust then seeks the stream partitions and resumes them) can come back in between. Its
+records are neither queued, acked nor committed, and the partition is read on from after them: only a
+later seek to the committed offsets brings them back, and aiokafka's `seek_to_committed` skips a
+partition with nothing committed. A later record handed on leaves a gap that Faust then commits over.
+Seen here as the SIGKILL test stalling in about a third of its runs: the restarted worker held
+`pages.fetched` partitions fetched to their end with nothing read, or pages whose probe answers never
+came (faust-streaming issue #629 reports the symptom).
 
-`RedeliveryWatch` notices a partition like that (its position is past the last record handed to its
-streams, their queues are empty, and neither changed between two checks) and seeks it with Faust's
-`Consumer.seek` to just after the last record handed on, or to its start when none was (`refetch_from`).
-Records fetched twice are processed twice, which the idempotent state makes harmless. A partition is
-sought at most once per position, so a false alarm (a partition whose log starts past offset 0) costs
-one seek.
+Two remedies, both with Faust's own seek:
+
+- `RedeliveringConsumer`, the worker's consumer: its `getmany` is Faust's, except that a partition whose
+  records it does not hand on is sought back to the first of them, so they are fetched again once the
+  partition is resumed (and not at all if it was revoked meanwhile);
+- `RedeliveryWatch`, a timer, the safety net for any other way of losing fetched records: a partition
+  whose position is past the last record handed to its streams while their queues are empty, unchanged
+  over two checks, is sought to just after the last record handed on, or to its start when none was
+  (`refetch_from`). A partition is sought at most once per position, so a false alarm (a partition
+  whose log starts past offset 0) costs one seek.
+
+Records fetched twice are processed twice, which the idempotent state makes harmless.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from faust.types import TP, AppT
+from faust.transport.drivers.aiokafka import Consumer
+from faust.types import TP, AppT, Message
 
 from streams.metrics import RESEEKS
 
 log = logging.getLogger(__name__)
+
+
+class RedeliveringConsumer(Consumer):
+    """Faust's aiokafka consumer whose `getmany` seeks back what it does not hand on (the module's
+    docstring says why)."""
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
+        records, active = await self._wait_next_records(timeout)
+        generation = self.app.consumer_generation_id
+        if records is None or self.should_stop:
+            return
+        dropped: dict[TP, int] = {}  # partition -> the first offset not handed on
+        cut = not self.flow_active  # from here on nothing of this fetch is handed on
+        for tp, record in self.scheduler.iterate(records):
+            cut = cut or not self.flow_active or self.app.consumer_generation_id != generation
+            if tp in dropped or cut or not (active is None or tp in active or tp in self._buffered_partitions):
+                dropped.setdefault(tp, record.offset)
+                continue
+            self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
+            yield tp, self._to_message(tp, record)
+        for tp, offset in sorted(dropped.items()):
+            if tp in self.assignment():
+                log.info("fetched records of %s:%d from offset %d not handed on (the partition was paused or "
+                         "the group rebalanced): seeking back to fetch them again", tp.topic, tp.partition, offset)
+                await self.seek(tp, offset)
 
 
 @dataclass(frozen=True, slots=True)
