@@ -59,11 +59,13 @@ class RedeliveringConsumer(Consumer):
                 continue
             self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
             yield tp, self._to_message(tp, record)
-        for tp, offset in sorted(dropped.items()):
-            if tp in self.assignment():
-                log.info("fetched records of %s:%d from offset %d not handed on (the partition was paused or "
-                         "the group rebalanced): seeking back to fetch them again", tp.topic, tp.partition, offset)
-                await self.seek(tp, offset)
+        assigned = self.assignment()
+        again = {tp: offset for tp, offset in sorted(dropped.items()) if tp in assigned}
+        if again:
+            log.info("fetched records not handed on (a partition paused or the group rebalancing meanwhile), "
+                     "fetched again from: %s", ", ".join(f"{tp.topic}:{tp.partition}@{o}" for tp, o in again.items()))
+        for tp, offset in again.items():
+            await self.seek(tp, offset)
 
 
 @dataclass(frozen=True, slots=True)
