@@ -105,6 +105,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="NEARDUP_EXTRACT_PROCESSES of each worker (default: the worker's default)",
     )
     p.add_argument("--paced-fraction", type=float, default=0.5, help="latency phase rate / measured throughput")
+    p.add_argument("--paced-rate", type=float, default=None, metavar="PAGES_PER_S",
+                   help="latency phase rate for every code and worker count instead (records per page depend on "
+                   "the rate, through how full the batches are: compare codes at one rate)")
     p.add_argument("--broker", help="use this running broker (HOST:PORT) instead of starting one")
     p.add_argument("--ready-settle", type=float, default=5.0, help="seconds the assignment must hold before publishing")
     p.add_argument("--ready-timeout", type=float, default=240.0)
@@ -207,7 +210,8 @@ def main(argv: list[str]) -> int:
                 for n in order:
                     r[n] = {}
                     for kind in ("throughput", "latency"):
-                        rate = r[n]["throughput"].rate * args.paced_fraction if kind == "latency" else None
+                        rate = (args.paced_rate or r[n]["throughput"].rate * args.paced_fraction
+                                if kind == "latency" else None)
                         try:
                             r[n][kind] = run_phase_retrying(args, bootstrap, broker_pid, base, events, kind, n, rate,
                                                             f"{tag}{rep}-{label}-", label=label, code=code)
