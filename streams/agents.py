@@ -36,6 +36,7 @@ from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.settings import CoreSettings
 from neardup_core.store.overlay import Overlay
@@ -119,7 +120,7 @@ class Agents:
                 for event, result in zip(events, results, strict=True):
                     metrics.PAGES.inc()
                     if isinstance(result, Fetch):
-                        fetches[self.partition_of(result.url.encode())].append(result)
+                        fetches[self.partition_of(url_identity(result.url).encode())].append(result)
                     else:
                         await self._reject(event, result)
                 await self._send_gather(fetches)
@@ -207,7 +208,7 @@ class Agents:
             key = d.url.encode()
             if d.complete and key in self.received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - self.received.pop(key))
-            await self.topics.decisions.send(force=True, key=key, value=d.to_json())
+            await self.topics.decisions.send(force=True, key=url_identity(d.url).encode(), value=d.to_json())
             changes[self.partition_of(d.host.encode())].append((d, before))
         for partition, batch in sorted(changes.items()):
             await self.topics.hosts.send(force=True, key=None, value=records.encode_host_changes(batch),
@@ -236,7 +237,7 @@ class Agents:
             out: dict[int, list[GatherMessage]] = defaultdict(list)
             messages: list[Answer | Revision] = [*answers, *revisions]
             for message in messages:
-                out[self.partition_of(message.url.encode())].append(message)
+                out[self.partition_of(url_identity(message.url).encode())].append(message)
             await self._send_gather(out)
 
     # -- neardup.hosts -----------------------------------------------------------------------------

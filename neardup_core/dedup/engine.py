@@ -13,6 +13,7 @@ from pathlib import Path
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probe_batch
 from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
@@ -61,10 +62,11 @@ class Engine:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         states: dict[str, UrlState] = {}
 
-        def state_of(url: str) -> UrlState:
-            if url not in states:
-                states[url] = self.urls.load(url)
-            return states[url]
+        def state_of(url: str) -> UrlState:  # by the URL's identity: two spellings are one state
+            key = url_identity(url)
+            if key not in states:
+                states[key] = self.urls.load(key)
+            return states[key]
 
         state = state_of(fetch.url)
         probes, out = self.gather.on_fetch(state, fetch, now)

@@ -1,6 +1,7 @@
 """The per-URL state machine that turns a page's table answers into its published decision.
 
-Keyed by URL, it is also the URL table: the versions (bodies) seen at the URL, which one is
+Keyed by URL identity (`url_identity`; a decision keeps the URL as received), it is also
+the URL table: the versions (bodies) seen at the URL, which one is
 current (the latest fetch), and the last decision published. Everything it does is idempotent
 and monotone, so replays and duplicate deliveries re-send at most an equal decision:
 
@@ -33,6 +34,7 @@ from neardup_core.dedup.rule import Match, better, better_ranked, reason_of, ver
 from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, table_ids
 from neardup_core.index.tables import TableDesign
 from neardup_core.messages import Decision
@@ -102,17 +104,17 @@ class UrlState:
 
 
 class UrlStates:
-    """The URL table on a `Store`: a URL's `UrlState` by its URL (what `scan`'s engine and the
-    gather agent keep, one in a RocksDB directory, the other in a Faust table's partition)."""
+    """The URL table on a `Store`: a URL's `UrlState` by its URL's identity (`url_identity`; what
+    `scan`'s engine and the gather agent keep, one in a RocksDB directory, the other in a Faust table's partition)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def load(self, url: str) -> UrlState:
-        return UrlState.from_bytes(self.store.get(url.encode()))
+        return UrlState.from_bytes(self.store.get(url_identity(url).encode()))
 
     def save(self, url: str, state: UrlState) -> None:
-        self.store.put(url.encode(), state.to_bytes())
+        self.store.put(url_identity(url).encode(), state.to_bytes())
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,13 +2,16 @@
 
 Higher `importance` first, then https before http, then fewer path segments and query
 parameters, then the shorter URL, then the earlier fetch, then the URL itself, then the body
-digest (two bodies fetched at one URL at the same millisecond). Compare Apache Nutch's
+digest (two bodies fetched at one URL at the same millisecond). The URL parts are those of the
+URL's identity (`neardup_core.hosts.urls.url_identity`). Compare Apache Nutch's
 DeduplicationJob: score, fetch time, https, URL length.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
+
+from neardup_core.hosts.urls import url_identity
 
 Rank = tuple[float, int, int, int, int, str, str]
 
@@ -22,5 +25,8 @@ def url_shape(url: str) -> int:
 
 
 def rank_of(url: str, importance: float, fetched_at_ms: int, body_sha256: str) -> Rank:
-    https = 0 if url.lower().startswith("https:") else 1
+    """The rank of a version; the URL parts (scheme, shape, length, the URL tie-break) are those of the
+    URL's identity (`url_identity`), so every spelling of one URL ranks the same."""
+    url = url_identity(url)
+    https = 0 if url.startswith("https:") else 1
     return (-importance, https, url_shape(url), len(url), fetched_at_ms, url, body_sha256)

@@ -72,8 +72,8 @@ def band_jaccard(a: PageVersion, b: PageVersion, lsh: BandDesign | None) -> floa
 
 def match_of(page: PageVersion, other: PageVersion, k: int, lsh: BandDesign | None = None) -> Match | None:
     """How `page` relates to `other` regardless of rank: an exact or near match, or None."""
-    if other.url == page.url:
-        return None  # a page is never a duplicate of its own URL
+    if other.identity == page.identity:
+        return None  # a page is never a duplicate of its own URL (by its identity)
     distance = hamming(page.simhash, other.simhash) if page.simhash is not None and other.simhash is not None \
         else None
     if other.text_sha256 == page.text_sha256 or other.body_sha256 == page.body_sha256:

@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any
 
 from neardup_core.dedup.rank import Rank, rank_of
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.keys import VERSION_ID_BYTES
 
 
@@ -27,8 +28,13 @@ class PageVersion:
     minhash: bytes | None = None
 
     @cached_property
+    def identity(self) -> str:
+        """The URL's identity (`url_identity`): what "the same URL" means; `url` stays as received."""
+        return url_identity(self.url)
+
+    @cached_property
     def version_id(self) -> bytes:
-        return version_id(self.url, self.body_sha256)
+        return version_id(self.identity, self.body_sha256)
 
     @cached_property
     def rank(self) -> Rank:
@@ -56,5 +62,5 @@ class PageVersion:
 
 
 def version_id(url: str, body_sha256: str) -> bytes:
-    """A fixed-width id of (URL, body)."""
-    return hashlib.sha256(f"{url}\0{body_sha256}".encode()).digest()[:VERSION_ID_BYTES]
+    """A fixed-width id of (URL identity, body): two spellings of one URL (`url_identity`) share it."""
+    return hashlib.sha256(f"{url_identity(url)}\0{body_sha256}".encode()).digest()[:VERSION_ID_BYTES]

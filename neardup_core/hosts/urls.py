@@ -71,3 +71,41 @@ def without_query_params(url: str, names: Iterable[str]) -> str:
 def with_path(url: str, path: str) -> str:
     """The URL with its path replaced."""
     return urlunsplit(urlsplit(url)._replace(path=path))
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_identity(url: str) -> str:
+    """The URL's identity: the normal form that does not change the resource it names (DESIGN, the
+    decision rule). Scheme and host lower-cased, the scheme's default port (80 for http, 443 for
+    https) and an empty port dropped, an empty path written as "/", the fragment dropped; nothing
+    else changes (userinfo, path case, query order and percent-encoding are kept). So
+    `http://example.com` and `http://Example.com:80/` are one URL. Idempotent. A string without
+    `scheme://authority` loses only its fragment."""
+    head = url.partition("#")[0]
+    scheme, colon, rest = head.partition(":")
+    if not colon or not scheme or not rest.startswith("//"):
+        return head
+    scheme = scheme.lower()
+    rest = rest[2:]
+    end = len(rest)
+    for sep in "/?":
+        at = rest.find(sep)
+        if at != -1 and at < end:
+            end = at
+    authority, tail = rest[:end], rest[end:]
+    userinfo, at_sign, hostport = authority.rpartition("@")
+    if hostport.startswith("["):  # an IPv6 literal
+        close = hostport.find("]")
+        host, after = (hostport, "") if close == -1 else (hostport[:close + 1], hostport[close + 1:])
+    else:
+        colon_at = hostport.rfind(":")
+        host, after = (hostport, "") if colon_at == -1 else (hostport[:colon_at], hostport[colon_at:])
+    port = after[1:] if after.startswith(":") else None
+    if port is not None and (port == "" or (port.isascii() and port.isdigit()
+                                            and int(port) == _DEFAULT_PORTS.get(scheme))):
+        after = ""
+    if not tail.startswith("/"):
+        tail = "/" + tail
+    return f"{scheme}://{userinfo}{at_sign}{host.lower()}{after}{tail}"

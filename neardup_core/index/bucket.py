@@ -189,14 +189,14 @@ def summary_of(members: list[PageVersion]) -> list[PageVersion]:
     out: list[PageVersion] = []
     for member in sorted(members, key=lambda m: m.rank):
         out.append(member)
-        if member.url != out[0].url:
+        if member.identity != out[0].identity:
             break
     return out
 
 
 def undominated(summary: list[PageVersion]) -> list[PageVersion]:
     """The members no better member of another URL matches: the best URL's versions in the summary."""
-    return [m for m in summary if m.url == summary[0].url]
+    return [m for m in summary if m.identity == summary[0].identity]
 
 
 def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
@@ -313,7 +313,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
             own_members = members
         open_to_revision = {m.version_id for m in undominated(members)} if members else set()
         for other in members:
-            if other.version_id == vid or other.url == page.url:
+            if other.version_id == vid or other.identity == page.identity:
                 continue
             found = match_of(page, other, k, lsh)
             if found is None:

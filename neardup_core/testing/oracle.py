@@ -9,6 +9,7 @@ from neardup_core.dedup.gather import JACCARD_DIGITS
 from neardup_core.dedup.rule import Match, better, better_ranked, match_of, verdict_of
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.tables import BandDesign
 
 
@@ -39,11 +40,12 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None
     """The oracle's decisions for a set of fetches, in any order, with duplicates and recrawls.
 
     A version is a (URL, body) pair ranked by its first fetch; a URL's decision is about the
-    body of its latest fetch.
+    body of its latest fetch. URLs are compared by their identity (`url_identity`), and the
+    decisions are keyed by it.
     """
     fetches = list(fetches)
     versions, current = _versions(fetches)
-    skipped = [f.url for f in fetches if f.url not in current]
+    skipped = list(dict.fromkeys(u for f in fetches if (u := url_identity(f.url)) not in current))
     return oracle_decisions(versions, current, k, skipped, lsh)
 
 Said = tuple[Any, ...]
@@ -55,7 +57,8 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
     """What breaks the decision rule in `decided` ((verdict, duplicate_of, distance) per URL), for
     the oracle over `fetches`; empty when nothing does.
 
-    Verdicts must be the oracle's exactly. `duplicate_of` need not be the oracle's best match: it
+    URLs (keys and `duplicate_of`) are compared by their identity (`url_identity`). Verdicts must be
+    the oracle's exactly. `duplicate_of` need not be the oracle's best match: it
     must name a URL with a better-ranked version that matches the page by the verdict's kind (an
     exact match when the verdict is exact), at the distance given (and with the Jaccard estimate
     given, when the tuples carry one). With `chains`, following
@@ -68,7 +71,10 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
     versions, current = _versions(fetches)
     by_url: dict[str, list[PageVersion]] = {}
     for v in versions:
-        by_url.setdefault(v.url, []).append(v)
+        by_url.setdefault(v.identity, []).append(v)
+    # URLs by their identity: a decision names a URL (and its duplicate_of) as received
+    decided = {url_identity(url): (s[0], None if s[1] is None else url_identity(s[1]), *s[2:])
+               for url, s in decided.items()}
     problems = [f"{url}: decided {decided.get(url)}, the oracle says {want}" for url, want in expected.items()
                 if url not in decided or decided[url][0] != want[0]]
     problems += [f"{url}: decided, but not in the input" for url in decided if url not in expected]
@@ -99,16 +105,17 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
 
 
 def _versions(fetches: list[Fetch]) -> tuple[list[PageVersion], dict[str, PageVersion]]:
-    """Every indexed version (ranked by its first fetch) and each URL's current one."""
+    """Every indexed version (ranked by its first fetch) and each URL's current one, by URL identity."""
     first: dict[tuple[str, str], Fetch] = {}
     latest: dict[str, Fetch] = {}
     for f in fetches:
-        key = (f.url, f.body_sha256)
+        url = url_identity(f.url)
+        key = (url, f.body_sha256)
         if key not in first or f.fetched_at_ms < first[key].fetched_at_ms:
             first[key] = f
-        if f.url not in latest or (f.fetched_at_ms, f.body_sha256) > (latest[f.url].fetched_at_ms,
-                                                                      latest[f.url].body_sha256):
-            latest[f.url] = f
+        if url not in latest or (f.fetched_at_ms, f.body_sha256) > (latest[url].fetched_at_ms,
+                                                                    latest[url].body_sha256):
+            latest[url] = f
     versions = [v for f in first.values() if (v := f.version) is not None]
     current = {url: v for url, f in latest.items() if (v := first[(url, f.body_sha256)].version) is not None}
     return versions, current

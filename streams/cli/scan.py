@@ -19,6 +19,7 @@ from neardup_core.dedup.engine import Engine, StateMismatch
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
+from neardup_core.hosts.urls import url_identity
 from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
@@ -160,7 +161,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
                     out_fh.write(decision.to_json() + b"\n")
                     summary.decisions += 1
                     summary.revisions += decision.revision > 1
-                    latest[decision.url] = decision.verdict
+                    latest[url_identity(decision.url)] = decision.verdict
                     for signal in tracker.observe(decision, before):
                         summary.host_signals += 1
                         if hosts_fh is not None:

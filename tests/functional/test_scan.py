@@ -208,3 +208,25 @@ def test_a_line_without_fetched_at_is_decided_at_the_time_it_is_read(crawl, tmp_
     for d in decisions.values():
         fetched = datetime.fromisoformat(d["fetched_at"].replace("Z", "+00:00")).timestamp()
         assert started - 1 <= fetched <= finished + 1, d["fetched_at"]
+
+
+def test_two_spellings_of_one_url_are_one_url_a_recrawl_not_a_duplicate(crawl, tmp_path: Path) -> None:
+    """DESIGN: `http://example.com` and `http://Example.com:80/` are one URL, so the second file's page is a
+    recrawl of the first's (the same body), never a duplicate of it; the decision keeps the URL as received."""
+    page = next(e for e in crawl if e["url"].startswith("https://herald.example/"))
+    first = {**page, "url": "http://example.com", "fetched_at": "2024-05-01T00:00:00Z"}
+    second = {**page, "url": "http://Example.com:80/", "fetched_at": "2024-05-02T00:00:00Z"}
+    files = [write(tmp_path / "in-a.jsonl", [first]), write(tmp_path / "in-b.jsonl", [second])]
+    out = tmp_path / "spellings.jsonl"
+    cmd = [sys.executable, "-m", "streams.cli", "scan", *map(str, files), "--state", str(tmp_path / "spellings.state"),
+           "--out", str(out), "--no-progress", "--processes", "1"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    decisions = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert decisions, result.stderr
+    assert {d["verdict"] for d in decisions} == {"unique"}, decisions
+    assert all(d["duplicate_of"] is None for d in decisions)
+    assert {d["url"] for d in decisions} <= {first["url"], second["url"]}
+    assert decisions[-1]["fetched_at"].startswith("2024-05-02T00:00:00")  # the recrawl moved the URL's fetch time
+    urls_rows = [line.replace("│", " ").split() for line in result.stderr.splitlines() if "URLs" in line]
+    assert urls_rows == [["URLs", "unique", "1"]], result.stderr
