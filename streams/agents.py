@@ -160,10 +160,11 @@ class Agents:
         deadline_before: dict[str, int | None] = {}
 
         def state_of(url: str) -> UrlState:
-            if url not in touched:
-                touched[url] = states.load(url)
-                deadline_before[url] = self.rule.awaiting(touched[url])
-            return touched[url]
+            key = url_identity(url)  # one state per URL however spelt within the record
+            if key not in touched:
+                touched[key] = states.load(key)
+                deadline_before[key] = self.rule.awaiting(touched[key])
+            return touched[key]
 
         now = now_ms()
         probes: list[Probe] = []
