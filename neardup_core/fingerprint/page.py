@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from neardup_core.extract.main_text import ExtractError, extract
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
-from neardup_core.fingerprint.features import token_features, tokens
+from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.minhash import minhash
 from neardup_core.fingerprint.simhash import simhash64
@@ -86,21 +86,24 @@ def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
     """(text digest, SimHash, MinHash signature) of a main text: the SimHash and the signature are
     None when the text has too few features, the signature also when MinHash is off. Both are over
     the same shingles."""
-    toks = tokens(main_text)
-    features = token_features(toks, settings.shingle_size)
-    if len(features) < settings.min_features:
-        return tokens_sha256(toks), None, None
-    simhash = simhash64(features.hashes, features.weights)
+    digest, features = _digest_and_features(main_text, settings)
+    if features is None:
+        return digest, None, None
     signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
-    return tokens_sha256(toks), simhash, signature
+    return digest, simhash64(features.hashes, features.weights), signature
 
 
 def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str, int | None]:
     """(text digest, SimHash or None when the text has too few features) of a main text."""
+    digest, features = _digest_and_features(main_text, settings)
+    return digest, None if features is None else simhash64(features.hashes, features.weights)
+
+
+def _digest_and_features(main_text: str, settings: CoreSettings) -> tuple[str, Features | None]:
+    """The text digest, and the shingle features (None when fewer than `min_features`)."""
     toks = tokens(main_text)
     features = token_features(toks, settings.shingle_size)
-    simhash = simhash64(features.hashes, features.weights) if len(features) >= settings.min_features else None
-    return tokens_sha256(toks), simhash
+    return tokens_sha256(toks), features if len(features) >= settings.min_features else None
 
 
 def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:
