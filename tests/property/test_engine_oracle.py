@@ -13,14 +13,10 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.tables import SEED_DESIGN, TableDesign
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import oracle_from_fetches, rule_problems
+from tests.property.decisions import final_decisions, flip_bits
 
 K = 3
 
-
-def flip_bits(fp: int, rng: random.Random, n: int) -> int:
-    for bit in rng.sample(range(64), n):
-        fp ^= 1 << bit
-    return fp
 
 
 def make_crawl(seed: int, n_clusters: int = 12, hosts: int = 3) -> list[Fetch]:
@@ -56,19 +52,6 @@ def make_crawl(seed: int, n_clusters: int = 12, hosts: int = 3) -> list[Fetch]:
                 out.append(Fetch(url + "&gone", host, at, imp, "5" * 64, None, None, "HTTP status 404"))
     return out
 
-
-def final_decisions(engine: Engine, fetches: list[Fetch]) -> dict[str, tuple]:
-    latest: dict[str, tuple] = {}
-    last: dict[str, object] = {}
-    for f in fetches:
-        for d, _ in engine.decide(f):
-            before = last.get(d.url)
-            assert before is None or d.revision > before.revision or d == before, \
-                "revisions only grow; a replay re-sends the same decision"
-            last[d.url] = d
-            latest[d.url] = (d.verdict, d.duplicate_of, d.distance)
-            assert d.complete
-    return latest
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

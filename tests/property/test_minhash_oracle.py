@@ -18,16 +18,12 @@ from neardup_core.index.bucket import first_shared_table
 from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import oracle_from_fetches, rule_problems
+from tests.property.decisions import final_decisions, flip_bits
 
 K = 3
 BANDS, ROWS, J = 8, 2, 0.5
 LSH = BandDesign(BANDS, ROWS, J)
 
-
-def flip_bits(fp: int, rng: random.Random, n: int) -> int:
-    for bit in rng.sample(range(64), n):
-        fp ^= 1 << bit
-    return fp
 
 
 def edited(base: list[int], rng: random.Random, share: float) -> list[int]:
@@ -84,18 +80,6 @@ def make_crawl(seed: int, n_clusters: int = 10, hosts: int = 3) -> list[Fetch]:
                 out.append(Fetch(url + "&gone", host, at, imp, "5" * 64, None, None, "HTTP status 404"))
     return out
 
-
-def final_decisions(engine: Engine, fetches: list[Fetch]) -> dict[str, tuple]:
-    latest: dict[str, tuple] = {}
-    last: dict[str, object] = {}
-    for f in fetches:
-        for d, _ in engine.decide(f):
-            before = last.get(d.url)
-            assert before is None or d.revision > before.revision or d == before  # type: ignore[attr-defined]
-            last[d.url] = d
-            latest[d.url] = (d.verdict, d.duplicate_of, d.distance, d.jaccard)
-            assert d.complete
-    return latest
 
 
 def minhash_settings(blocks: int = 4) -> CoreSettings:
