@@ -19,7 +19,7 @@ from faust.types import ConsumerT, ProducerT, TableT, TopicT
 
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
-from streams.redelivery import RedeliveringConsumer, RedeliveryWatch
+from streams.redelivery import RedeliveringConsumer
 from streams.settings import Settings
 from streams.stores import STORE_URL
 from streams.topics import table_names
@@ -29,9 +29,6 @@ from streams.web import add_pages
 # every event here writes a table, so that pause came at nearly every event.
 PRODUCER_BUFFER_MESSAGES = 5000
 TABLE_CACHE_BYTES = 32 * 1024 * 1024  # RocksDB block cache per partition store of the small tables
-
-
-REDELIVERY_CHECK_S = 5.0  # a partition whose fetched records were dropped is fetched again within 2 checks
 
 
 class NeardupApp(faust.App):
@@ -131,7 +128,5 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
     app.agent(topics.hosts, concurrency=1)(agents.hosts)
     app.timer(interval=settings.tick_interval_s, on_leader=True)(agents.send_ticks)
     app.timer(interval=10.0)(measure_lag)
-    read = frozenset(t.get_topic_name() for t in (topics.fetched, topics.gather, topics.probes, topics.hosts))
-    app.timer(interval=REDELIVERY_CHECK_S)(RedeliveryWatch(app, read).check)
     add_pages(app, settings, partitions)
     return app

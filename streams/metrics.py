@@ -24,7 +24,7 @@ DECISION_SECONDS = Histogram("neardup_decision_seconds",
                              registry=REGISTRY, buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 PENDING = Gauge("neardup_pending_pages", "Pages of this worker waiting for probe answers", registry=REGISTRY)
 RESEEKS = Counter("neardup_reseeks_total",
-                  "Seeks to the committed offsets after records were fetched and never handed to a stream",
+                  "Partitions sought back to fetch again records Faust fetched and did not hand on",
                   registry=REGISTRY)
 LAG = Gauge("neardup_consumer_lag", "Messages not yet read, per topic partition", ["topic", "partition"],
             registry=REGISTRY)
