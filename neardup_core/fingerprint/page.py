@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neardup_core.extract.main_text import ExtractError, extract
+from neardup_core.extract.main_text import Extraction, ExtractError, extract
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
@@ -42,22 +42,36 @@ def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int
     `key` and `timestamp_ms` are the record's (a Kafka record, or what a file reader says): the key
     must agree with the URL, and the timestamp is the fetch time of an event without `fetched_at`.
     """
+    return fingerprint_event_with_extraction(raw, key=key, timestamp_ms=timestamp_ms, settings=settings)[0]
+
+
+def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
+                                      settings: CoreSettings = DEFAULT_SETTINGS
+                                      ) -> tuple[Fetch | Rejected, Extraction | None]:
+    """`fingerprint_event`, and what extraction kept of the page (None when it was not extracted:
+    rejected, or skipped before extraction), for `neardup explain`."""
     try:
         page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes)
-        return fingerprint(page, settings)
+        return fingerprint_with_extraction(page, settings)
     except EventError as exc:
-        return Rejected(exc.reason, exc.stage)
+        return Rejected(exc.reason, exc.stage), None
     except Exception as exc:  # a bug must not stop the worker or the scan: the event goes to the dead letters
-        return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+        return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint"), None
 
 
 def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch:
     """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages."""
+    return fingerprint_with_extraction(page, settings)[0]
+
+
+def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS
+                                ) -> tuple[Fetch, Extraction | None]:
+    """`fingerprint`, and the page's `Extraction` (None when the page was skipped before extraction)."""
     host = host_of(page.url)
     body_digest = body_sha256(page.body)
 
-    def skipped(reason: str) -> Fetch:
-        return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, None, None, reason)
+    def skipped(reason: str, main: Extraction | None = None) -> tuple[Fetch, Extraction | None]:
+        return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, None, None, reason), main
 
     if not 200 <= page.status < 300:
         return skipped(f"HTTP status {page.status}")
@@ -73,12 +87,12 @@ def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) ->
     except ExtractError as exc:
         raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
     if main.skip_reason:  # what jusText kept is template, and the page holds nothing else
-        return skipped(main.skip_reason)
+        return skipped(main.skip_reason, main)
     if not main.text.strip():
-        return skipped("no main text")
+        return skipped("no main text", main)
     text_digest, simhash, signature = text_fingerprints(main.text, settings)
     return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash,
-                 minhash=signature)
+                 minhash=signature), main
 
 
 def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
