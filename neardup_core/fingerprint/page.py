@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neardup_core.extract.main_text import Extraction, ExtractError, extract
+from neardup_core.extract.main_text import ExtractError, Extraction, extract
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
