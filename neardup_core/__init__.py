@@ -3,16 +3,15 @@
 What a Python crawler embedding neardup imports. A page goes from its raw `pages.fetched` event to a
 fingerprinted `Fetch` (or a `Rejected` with its reason) by `fingerprint_event`, and an `Engine` over
 a state directory decides fetches one at a time, returning every decision each one causes (revisions
-of earlier pages included); `HostTracker` turns decisions into per-host trap signals::
+of earlier pages included); `HostTracker` turns decisions into per-host trap signals. `open_engine`
+does all of it, as `neardup scan` does (the README's "Use it from Python")::
 
-    from neardup_core import CoreSettings, Engine, Fetch, fingerprint_event
+    from neardup_core import CoreSettings, Rejected, open_engine
 
-    settings = CoreSettings(k=3)
-    engine = Engine(settings, state_dir)
-    fetch = fingerprint_event(raw_event, settings=settings)
-    if isinstance(fetch, Fetch):
-        for decision, previous in engine.decide(fetch):
-            ...
+    with open_engine(state_dir, CoreSettings(k=3)) as dd:
+        outcome = dd.add({"url": url, "body": html})  # a dict in the pages.fetched schema, or its JSON bytes
+        if not isinstance(outcome, Rejected):
+            print(outcome.decision.verdict, [d.url for d in outcome.revisions])
 
 The packages, by concern: `ingest` (the event, charset decoding, JSONL/WARC readers), `extract`
 (main text), `fingerprint` (features, SimHash, digests), `index` (table designs, keys, the bucket
@@ -25,6 +24,7 @@ from __future__ import annotations
 from neardup_core.dedup.engine import Engine, StateMismatch
 from neardup_core.dedup.gather import Published
 from neardup_core.dedup.version import PageVersion
+from neardup_core.embedded import Deduplicator, Outcome, open_engine
 from neardup_core.extract.main_text import Extraction, extract
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint, fingerprint_event, text_fingerprint
@@ -38,8 +38,9 @@ from neardup_core.messages import VERDICTS, Decision, HostSignal, Rejection, Url
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 
 __all__ = [
-    "DEFAULT_SETTINGS", "VERDICTS", "CoreSettings", "Decision", "Engine", "EventError", "Extraction", "Fetch",
-    "FetchedPage", "HostPolicy", "HostSignal", "HostTracker", "PageVersion", "Published", "RawEvent", "Rejected",
-    "Rejection", "StateMismatch", "TableDesign", "UrlRule", "Verdict", "choose_design", "extract", "fingerprint",
-    "fingerprint_event", "hamming", "parse_event", "read_events", "simhash64", "text_fingerprint",
+    "DEFAULT_SETTINGS", "VERDICTS", "CoreSettings", "Decision", "Deduplicator", "Engine", "EventError", "Extraction",
+    "Fetch", "FetchedPage", "HostPolicy", "HostSignal", "HostTracker", "Outcome", "PageVersion", "Published",
+    "RawEvent", "Rejected", "Rejection", "StateMismatch", "TableDesign", "UrlRule", "Verdict", "choose_design",
+    "extract", "fingerprint", "fingerprint_event", "hamming", "open_engine", "parse_event", "read_events", "simhash64",
+    "text_fingerprint",
 ]

@@ -15,15 +15,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from neardup_core.dedup.engine import Engine, StateMismatch
+from neardup_core.dedup.engine import StateMismatch
+from neardup_core.embedded import Deduplicator
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
-from neardup_core.hosts.tracker import HostTracker
 from neardup_core.hosts.urls import url_identity
 from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
 from streams.pool import new_pool
+from streams.report import ScanReport, settings_rows, write_report
 from streams.settings import Settings
 
 T = TypeVar("T")
@@ -121,14 +122,18 @@ def file_rejection(error: FileError) -> Rejection:
 
 
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
-             hosts: Path | None = None, processes: int = 1, progress: bool = True) -> ScanSummary:
+             hosts: Path | None = None, report: Path | None = None, processes: int = 1,
+             progress: bool = True) -> ScanSummary:
+    """Every event of `files` through the embedded engine over `state` (`Deduplicator`, what the
+    library API gives): the fingerprinting in `processes` processes, the decisions in this one."""
     core = settings.core
     try:
-        engine = Engine(core, state)
+        dedup = Deduplicator(state, core, persist_hosts=hosts is not None)
     except StateMismatch as exc:
         raise SystemExit(str(exc)) from None
-    tracker = HostTracker.open(state / "hosts" if hosts else None, core.host_policy)
     summary = ScanSummary()
+    collected = ScanReport([str(p) for p in files], settings_rows(settings, processes=processes, state=state)) \
+        if report else None
     latest: dict[str, str] = {}
     started = time.perf_counter()
     totals = [count_events(p) for p in files]
@@ -153,33 +158,44 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
             if isinstance(result, Rejection):
                 summary.rejected += 1
                 summary.reject_reasons[result.error[:120]] += 1
+                if collected is not None:
+                    collected.add_rejection(result)
                 if rejects_fh is not None:
                     rejects_fh.write(result.to_json() + b"\n")
             else:
                 summary.fetches += 1
-                for decision, before in engine.decide(result):
+                outcome = dedup.decide(result)
+                for decision in outcome.published:
                     out_fh.write(decision.to_json() + b"\n")
                     summary.decisions += 1
                     summary.revisions += decision.revision > 1
                     latest[url_identity(decision.url)] = decision.verdict
-                    for signal in tracker.observe(decision, before):
-                        summary.host_signals += 1
-                        if hosts_fh is not None:
-                            hosts_fh.write(signal.to_json() + b"\n")
+                    if collected is not None:
+                        collected.add_decision(decision)
+                for signal in outcome.host_signals:
+                    summary.host_signals += 1
+                    if hosts_fh is not None:
+                        hosts_fh.write(signal.to_json() + b"\n")
+                    if collected is not None:
+                        collected.add_signal(signal)
             if done % 50 == 0 or done == total:
                 elapsed = time.perf_counter() - started
                 bar.update(task, completed=done, rate=f"{done / elapsed:.0f} pages/s")
         bar.update(task, completed=done)
-        if hosts_fh is not None:
-            for signal in tracker.flush():
+        if hosts_fh is not None or collected is not None:
+            for signal in dedup.flush_hosts():
                 summary.host_signals += 1
-                hosts_fh.write(signal.to_json() + b"\n")
+                if hosts_fh is not None:
+                    hosts_fh.write(signal.to_json() + b"\n")
+                if collected is not None:
+                    collected.add_signal(signal)
     if pool:
         pool.shutdown()
-    engine.close()
-    tracker.close()
+    dedup.close()
     summary.verdicts = Counter(latest.values())
     summary.seconds = time.perf_counter() - started
+    if report is not None and collected is not None:
+        write_report(report, collected, summary, k=core.k, jaccard=core.jaccard if core.minhash else None)
     return summary
 
 
