@@ -8,6 +8,7 @@ fetches (``--virtual-time-budget``). Each call has a time limit; on expiry the b
 group is killed and the test fails with what Chromium printed.
 
 Without Chromium a test that calls ``chromium_path()`` is skipped, or fails under ``CI=true``.
+``docs_screenshot`` also copies its PNG into ``docs/`` when ``NEARDUP_DOCS_SCREENSHOTS=1``.
 """
 
 from __future__ import annotations
@@ -128,4 +129,25 @@ def screenshot(
     _run([*args, _url(url_or_file)], timeout_s)
     if not png.is_file() or png.stat().st_size == 0:
         pytest.fail(f"chromium wrote no screenshot to {png}")
+    return png
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def docs_screenshot(
+    url_or_file: str | Path,
+    name: str,
+    tmp_dir: Path,
+    width: int = 1200,
+    height: int = 1600,
+    *,
+    wait_ms: int = 0,
+) -> Path:
+    """A screenshot in `tmp_dir`, also copied to ``docs/<name>`` when ``NEARDUP_DOCS_SCREENSHOTS=1``: how the
+    README's pictures are made, while an ordinary test run leaves the working tree alone."""
+    png = screenshot(url_or_file, tmp_dir / name, width, height, wait_ms=wait_ms)
+    if os.environ.get("NEARDUP_DOCS_SCREENSHOTS") == "1":
+        DOCS.mkdir(exist_ok=True)
+        shutil.copyfile(png, DOCS / name)
     return png

@@ -40,6 +40,8 @@ def scan(
     out: Annotated[Path, typer.Option("--out", help="decisions, one JSON line each (revisions are later lines)")],
     rejects: Annotated[Path | None, typer.Option("--rejects", help="bad events with their reasons")] = None,
     hosts: Annotated[Path | None, typer.Option("--hosts", help="host signals, one JSON line each")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="a self-contained HTML report: verdicts, clusters, hosts, histograms, rejects")] = None,
     processes: Annotated[int | None, typer.Option(
         min=0, help="extraction processes (default: NEARDUP_EXTRACT_PROCESSES)")] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
@@ -48,7 +50,7 @@ def scan(
     from streams.cli.scan import run_scan
 
     settings = load()
-    summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts,
+    summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts, report=report,
                        processes=settings.extract_processes if processes is None else processes, progress=progress)
     summary.print(err)
     if summary.file_errors:  # every other file was read and decided
@@ -137,6 +139,22 @@ def tune(
     from streams.cli.tune import run_tune
 
     run_tune(pairs, plot=plot, max_k=max_k, settings=load(), min_precision=min_precision, report=report)
+
+
+@app.command()
+def explain(
+    a: Annotated[str, typer.Argument(help="an HTML file (gzipped too; FILE.html#URL gives its URL), or FILE#URL: "
+                                          "the last record of URL in a JSONL or WARC file")],
+    b: Annotated[str, typer.Argument(help="the other page, as A")],
+    json_out: Annotated[bool, typer.Option("--json", help="the explanation as one JSON object")] = False,
+    full: Annotated[bool, typer.Option("--full", help="every paragraph of the main texts, not only the changes")]
+    = False,
+) -> None:
+    """Why two pages are or are not duplicates under the current settings: extraction, digests, SimHash
+    blocks and tables, MinHash bands, the verdict and the rule that fired, the texts side by side."""
+    from streams.cli.explain import run_explain
+
+    raise typer.Exit(run_explain(load(), a, b, as_json=json_out, full=full))
 
 
 @app.command()
