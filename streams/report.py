@@ -248,10 +248,14 @@ def _rule(rule: dict[str, object]) -> str:
     param = rule.get("param")
     example = rule.get("example")
     conf = rule.get("confidence")
-    return (f'<li class="rule"><code>{e(rule.get("kind"))}</code>{f" <b>{e(param)}</b>" if param else ""} '
+    return (f'<li class="rule"><code>{e(rule.get("kind"))}</code>{f" <code><b>{e(param)}</b></code>" if param else ""} '
             f'<span class="dim">support {e(rule.get("support"))}, confidence '
             f'{_fmt(conf if isinstance(conf, float | int) else None, 2)}</span>'
             f'{f"<div class=via>e.g. {url_html(str(example))}</div>" if example else ""}</li>')
+
+
+HOST_COLUMNS = ('<colgroup><col style="width:22%">' + '<col style="width:6%">' * 7
+                + '<col style="width:36%"></colgroup>')
 
 
 def _hosts(report: ScanReport) -> str:
@@ -274,7 +278,7 @@ def _hosts(report: ScanReport) -> str:
     head = ("host", "pages", "exact", "near", "same site", "dup ratio", "penalty", "budget", "learned URL rules")
     ths = "".join(f'<th{"" if i in (0, 8) else " class=num"}>{h}</th>' for i, h in enumerate(head))
     return (f'<section id="hosts"><h2>Hosts by penalty <small>each host\'s last signal; penalty = same-site '
-            f'duplicates / (pages + 20)</small></h2><table class="hosts"><thead><tr>{ths}</tr></thead>'
+            f'duplicates / (pages + 20)</small></h2><table class="hosts">{HOST_COLUMNS}<thead><tr>{ths}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>{tail}</section>')
 
 
@@ -360,8 +364,9 @@ code{font:12.5px ui-monospace,"DejaVu Sans Mono",monospace;word-break:break-word
 .more,.none{color:var(--dim);font-style:italic}.warn{color:#c53030;font-size:12px}
 .penalty{padding:1px 6px;border-radius:4px;font-weight:600}.penalty.high{background:#fed7d7;color:#9b2c2c}
 .penalty.mid{background:#feebc8;color:#9c4221}.penalty.low{background:#edf2f7}
-.rules{margin:0;padding-left:16px}.rule{margin:0 0 2px}.hosts td:last-child{width:48%}
-.rule .via .url{font-size:11.5px}
+.hosts{table-layout:fixed}.hosts td:first-child{overflow-wrap:anywhere}.hosts th.num{white-space:normal}
+.rules{margin:0;padding-left:16px}.rule{margin:0 0 3px}
+.rule .via{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.rule .via .url{font-size:11.5px}
 .plots{display:grid;grid-template-columns:1fr 1fr;gap:16px}figure{margin:0}
 figcaption{font-size:13px;margin-bottom:4px}
 .key{display:inline-block;margin-left:8px;font-size:12px;color:var(--dim)}
