@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 from functools import cached_property
 
+from neardup_core.dedup.retention import Retention
 from neardup_core.hosts.statistics import HostPolicy
 from neardup_core.index.tables import BandDesign, TableDesign, choose_design, design_named
 from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES
@@ -55,6 +56,7 @@ MAX_BANDS = 64
 MAX_ROWS = 32
 DAY_MS = 86_400_000
 YEAR_S = 366 * 86_400
+MAX_RETENTION_DAYS = 36_600
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,9 @@ class CoreSettings:
     """Rows (8-bit minima) per band: 1 to 32; the signature has bands * rows rows."""
     jaccard: float = 0.75
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
+    retention_ms: int | None = None
+    """Versions first fetched, and URL states last fetched, longer ago than this (in event time) are
+    removed (`neardup_core/dedup/retention.py`): None (keep everything) or 1 ms to 36,600 days."""
 
     def __post_init__(self) -> None:
         check_int("k", self.k, 0, MAX_K)
@@ -100,6 +105,8 @@ class CoreSettings:
         check_int("bands", self.bands, 1, MAX_BANDS)
         check_int("rows", self.rows, 1, MAX_ROWS)
         check_float("jaccard", self.jaccard, 0.0, 1.0, low_open=True)
+        if self.retention_ms is not None:
+            check_int("retention_ms", self.retention_ms, 1, MAX_RETENTION_DAYS * DAY_MS)
         if abs(self.jaccard * 100 - round(self.jaccard * 100)) > 1e-9:
             raise SettingError("jaccard", self.jaccard, "must be a multiple of 0.01 (it names the index)")
         if not isinstance(self.tables, str):
@@ -125,6 +132,11 @@ class CoreSettings:
     def band_design(self) -> BandDesign | None:
         """The LSH bands when MinHash is on, else None."""
         return BandDesign(self.bands, self.rows, self.jaccard) if self.minhash else None
+
+    @cached_property
+    def retention(self) -> Retention | None:
+        """The retention window, or None when everything is kept (the default)."""
+        return Retention(self.retention_ms) if self.retention_ms is not None else None
 
     @cached_property
     def host_policy(self) -> HostPolicy:

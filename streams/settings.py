@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from neardup_core.settings import DAY_MS, CoreSettings, SettingError, check_float, check_int
+from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
 
 __all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "load"]
 
@@ -68,6 +68,15 @@ def _bool(name: str, default: bool) -> bool:
     if raw.lower() in ("0", "false", "no", "off"):
         return False
     raise SettingError(name, raw, "must be true or false (1/0, yes/no, on/off)")
+
+
+def _days_or_off(name: str, default: float | None) -> float | None:
+    """A number of days; unset, empty, `0` or `off`: None (off)."""
+    raw = _raw(name)
+    if raw is None or raw.lower() == "off":
+        return default
+    value = _float(name, 0.0)
+    return None if value == 0 else value
 
 
 def _env(name: str, default: Any, parse: Any = _str) -> Any:
@@ -128,6 +137,8 @@ class Settings:
     the worker's partitions without a rebalance."""
     host_window_s: int = _env("NEARDUP_HOST_WINDOW_S", 3600, _int)
     """Window of the per-host statistics, by fetch time."""
+    retention_days: float | None = _env("NEARDUP_RETENTION_DAYS", None, _days_or_off)
+    """Forget versions and URL states older than this, by event time (None: keep everything)."""
     security_protocol: str = _env("NEARDUP_SECURITY_PROTOCOL", "PLAINTEXT")
     sasl_mechanism: str = _env("NEARDUP_SASL_MECHANISM", "")
     sasl_username: str = _env("NEARDUP_SASL_USERNAME", "")
@@ -186,13 +197,20 @@ class Settings:
         timeout_rule = f"must be a number of seconds from 0.001 to {DAY_MS // 1000}"
         if not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool) or not math.isfinite(timeout_s):
             raise SettingError(env_name("decision_timeout_s"), timeout_s, timeout_rule)
+        retention = self.retention_days
+        retention_rule = f"must be off (empty, 0 or off) or a number of days > 0 and <= {MAX_RETENTION_DAYS}"
+        if retention is not None:
+            if not isinstance(retention, int | float) or isinstance(retention, bool) or not math.isfinite(retention) \
+                    or not 0 < retention <= MAX_RETENTION_DAYS:
+                raise SettingError(env_name("retention_days"), retention, retention_rule)
         try:
             return CoreSettings(k=self.k, tables=self.tables, expected_pages=self.expected_pages,
                                 shingle_size=self.shingle_size, min_features=self.min_features,
                                 minhash=self.minhash, bands=self.bands, rows=self.rows, jaccard=self.jaccard,
                                 max_body_bytes=self.max_body_bytes,
                                 decision_timeout_ms=round(timeout_s * 1000),
-                                host_window_s=self.host_window_s)
+                                host_window_s=self.host_window_s,
+                                retention_ms=None if retention is None else max(1, round(retention * DAY_MS)))
         except SettingError as exc:
             if exc.name == "decision_timeout_ms":  # the core's rule, in the variable's unit
                 raise SettingError(env_name("decision_timeout_s"), timeout_s, timeout_rule) from None

@@ -12,12 +12,15 @@ import time
 from pathlib import Path
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
+from neardup_core.dedup.retention import URL_CLOCK, Expired, advance_clock
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probe_batch
+from neardup_core.index.expiry import expire_versions
 from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.store.memory import MemoryStore
+from neardup_core.store.overlay import Overlay
 
 META_FILE = "neardup-state.json"
 
@@ -55,11 +58,14 @@ class Engine:
         self.settings = settings
         self.gather = Gather(settings)
         self.index, urls = open_state(state_dir, settings)
-        self.urls = UrlStates(urls)
+        self.urls = UrlStates(urls, settings.retention)
+        self.expired = Expired()
+        """What the retention removed in this engine's life (`neardup_core/dedup/retention.py`)."""
 
     def decide(self, fetch: Fetch, now_ms: int | None = None) -> list[Published]:
         """Each decision published, with the URL's decision before it (None for its first)."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        horizon = self._expire(fetch.fetched_at_ms, now)
         states: dict[str, UrlState] = {}
 
         def state_of(url: str) -> UrlState:  # by the URL's identity: two spellings are one state
@@ -71,7 +77,7 @@ class Engine:
         state = state_of(fetch.url)
         probes, out = self.gather.on_fetch(state, fetch, now)
         if probes:
-            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k)
+            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k, horizon)
             for answer in answers:
                 out += self.gather.on_answer(state, answer, now)
             for revision in revisions:
@@ -79,6 +85,25 @@ class Engine:
         for url, st in states.items():
             self.urls.save(url, st)
         return out
+
+    def _expire(self, event_ms: int, now_ms: int) -> int | None:
+        """With a retention: the horizon after this fetch moved the clock, once the versions and URL
+        states before it are swept (a bounded step: one fetch adds at most one of each)."""
+        retention = self.settings.retention
+        if retention is None:
+            return None
+        clock = advance_clock(self.urls.store, URL_CLOCK, event_ms, now_ms)
+        horizon = self.urls.horizon_ms = retention.horizon(clock)
+        if horizon is None:
+            return None
+        index, urls = Overlay(self.index), Overlay(self.urls.store)
+        swept = expire_versions(index, self.settings.design, horizon, retention.sweep_max)
+        states = UrlStates(urls, retention)
+        states.horizon_ms = horizon
+        self.expired.add(swept.versions, swept.entries, len(states.expire(retention.sweep_max)))
+        index.commit()
+        urls.commit()
+        return horizon
 
     def close(self) -> None:
         for store in (self.index, self.urls.store):

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, NamedTuple
 
 import orjson
 
+from neardup_core.dedup.retention import Retention, url_expired_range, url_expiry_key
 from neardup_core.dedup.rule import Match, better, better_ranked, reason_of, verdict_of
 from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
@@ -82,16 +84,22 @@ class UrlState:
     versions: dict[str, VersionState] = field(default_factory=dict)  # by version id (hex)
     revision: int = 0
     published: dict[str, Any] | None = None  # the last published decision
+    seen_ms: int = 0  # the URL's latest fetch, kept with a retention (its versions may have expired)
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps([{v: s.to_list() for v, s in self.versions.items()}, self.revision, self.published])
+        out = [{v: s.to_list() for v, s in self.versions.items()}, self.revision, self.published]
+        return orjson.dumps(out if not self.seen_ms else [*out, self.seen_ms])
 
     @classmethod
     def from_bytes(cls, raw: bytes | None) -> UrlState:
         if raw is None:
             return cls()
-        versions, revision, published = orjson.loads(raw)
-        return cls({v: VersionState.from_list(s) for v, s in versions.items()}, revision, published)
+        versions, revision, published, *seen = orjson.loads(raw)
+        return cls({v: VersionState.from_list(s) for v, s in versions.items()}, revision, published,
+                   seen[0] if seen else 0)
+
+    def is_empty(self) -> bool:
+        return not self.versions and self.published is None and self.revision == 0
 
     def last_decision(self) -> Decision | None:
         return Decision(**self.published) if self.published is not None else None
@@ -105,16 +113,55 @@ class UrlState:
 
 class UrlStates:
     """The URL table on a `Store`: a URL's `UrlState` by its URL's identity (`url_identity`; what
-    `scan`'s engine and the gather agent keep, one in a RocksDB directory, the other in a Faust table's partition)."""
+    `scan`'s engine and the gather agent keep, one in a RocksDB directory, the other in a Faust table's partition).
 
-    def __init__(self, store: Store) -> None:
+    With a `retention` and a `horizon_ms` (the caller sets it from the store's clock before each
+    step, `neardup_core/dedup/retention.py`), `load` leaves out the versions first fetched before
+    the horizon, `save` keeps each state's expiry key (`url_expiry_key` of its latest fetch) in step,
+    and `expire` removes the states last fetched before the horizon."""
+
+    def __init__(self, store: Store, retention: Retention | None = None) -> None:
         self.store = store
+        self.retention = retention
+        self.horizon_ms: int | None = None
 
     def load(self, url: str) -> UrlState:
-        return UrlState.from_bytes(self.store.get(url_identity(url).encode()))
+        key = url_identity(url)
+        state = UrlState.from_bytes(self.store.get(key.encode()))
+        if self.retention is not None and self.horizon_ms is not None:
+            horizon = self.horizon_ms
+            state.versions = {v: s for v, s in state.versions.items() if s.fetch.fetched_at_ms >= horizon}
+        return state
 
     def save(self, url: str, state: UrlState) -> None:
-        self.store.put(url_identity(url).encode(), state.to_bytes())
+        key = url_identity(url)
+        if self.retention is not None:
+            before = state.seen_ms  # the latest fetch its expiry key was written with
+            if state.is_empty():  # an answer or a revision for a URL whose state expired: nothing to keep
+                return
+            state.seen_ms = max(state.seen_ms, *(v.last_fetch_ms for v in state.versions.values()), 0)
+            if state.seen_ms != before:
+                if before:
+                    self.store.delete(url_expiry_key(before, key))
+                self.store.put(url_expiry_key(state.seen_ms, key), b"")
+        self.store.put(key.encode(), state.to_bytes())
+
+    def expire(self, limit: int) -> list[tuple[str, UrlState]]:
+        """Remove up to `limit` URL states last fetched before the horizon, oldest first; each one
+        removed (its identity and state), for what the caller keeps beside it (a pending deadline)."""
+        if self.horizon_ms is None:
+            return []
+        removed: list[tuple[str, UrlState]] = []
+        for key, _ in list(islice(self.store.scan(*url_expired_range(self.horizon_ms)), limit)):
+            self.store.delete(key)
+            identity = key[1 + 8:].decode()
+            raw = self.store.get(identity.encode())
+            state = UrlState.from_bytes(raw)
+            if raw is None or state.seen_ms != int.from_bytes(key[1:9], "big"):
+                continue  # a key left behind by a state saved since (its own key is later)
+            self.store.delete(identity.encode())
+            removed.append((identity, state))
+        return removed
 
 
 @dataclass(frozen=True, slots=True)

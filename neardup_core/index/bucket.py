@@ -50,6 +50,7 @@ from neardup_core.index.keys import (
     band_group_key,
     exact_bucket_range,
     exact_group_key,
+    expiry_key,
     group_of_key,
     group_range,
     is_band_table,
@@ -280,7 +281,8 @@ def _members(store: Store, group: bytes, items: list[tuple[bytes, bytes]]) -> li
 
 
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
-                 records: dict[bytes, PageVersion] | None = None) -> tuple[Answer, list[Revision]]:
+                 records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None
+                 ) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
 
     1. Every group that can match: its best better-ranked member of another URL is a candidate
@@ -291,6 +293,11 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
        entry marked so, since the first sending may have been lost with a crash.
     3. The page's version record (the earliest fetch wins), its entry and its group's summary
        are written.
+
+    With a retention (`horizon_ms`, `index/expiry.py`), versions first fetched before the horizon
+    are treated as gone before the sweep removes them: they match nothing, and a stored record that
+    old is replaced by the page's (a body fetched again after its version expired is a new version);
+    each record written gets its expiry key.
     """
     page = probe.page
     vid = page.version_id
@@ -315,6 +322,8 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         for other in members:
             if other.version_id == vid or other.identity == page.identity:
                 continue
+            if horizon_ms is not None and other.fetched_at_ms < horizon_ms:
+                continue
             found = match_of(page, other, k, lsh)
             if found is None:
                 continue
@@ -338,7 +347,12 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     if kept is None:
         stored = store.get(record_key)
         kept = decode_page(stored) if stored is not None else None
-    if kept is None or kept.fetched_at_ms > page.fetched_at_ms:
+    expired = horizon_ms is not None and kept is not None and kept.fetched_at_ms < horizon_ms
+    if kept is None or kept.fetched_at_ms > page.fetched_at_ms or expired:
+        if horizon_ms is not None:
+            if kept is not None:
+                store.delete(expiry_key(kept.fetched_at_ms, vid))
+            store.put(expiry_key(page.fetched_at_ms, vid), b"")
         kept = page
         store.put(record_key, encode_page(page))
     if records is not None:
@@ -354,16 +368,16 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best), list(revisions.values())
 
 
-def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int
+def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None
                 ) -> tuple[list[Answer], list[Revision]]:
     """Apply probes in order with one write to the store: one answer per page version and round
-    (its tables together), and every revision they cause."""
+    (its tables together), and every revision they cause; `horizon_ms` as for `probe_bucket`."""
     overlay = Overlay(store)
     answers: dict[tuple[bytes, int], Answer] = {}
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     for probe in probes:
-        answer, found = probe_bucket(overlay, probe, design, k, records)
+        answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms)
         key = (answer.version_id, answer.round_ms)
         if key in answers:
             seen = answers[key]

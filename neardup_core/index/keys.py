@@ -11,6 +11,12 @@ form a **group**, whose key is the entry key without the version id: `table | pe
 `table | band hash | signature hash` or `kind | digest`. A group of two or more versions keeps its
 summary under the group key itself, which sorts before the group's entries. A version's page is
 stored once per store, under `0xF2 | version id`; entries hold no page.
+
+With a retention (`NEARDUP_RETENTION_DAYS`), each version record has an expiry key, `0xF3 "expiry"
+0x00 0x00 | first fetch (8, ms) | version id (12)`, so the versions to expire are one time-ordered
+range (`index/expiry.py`), and the store's event clock sits under `0xF4 "clock"`. The expiry keys'
+first 9 bytes are one constant, as long as the longest prefix a store filters on
+(`shared_prefix_bytes(64)`), so a range of them lies within one filter prefix.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ VERSION_RECORD = 0xF2
 VERSION_ID_BYTES = 12
 NEAR_GROUP_BYTES = 9
 EXACT_GROUP_BYTES = 33
+EXPIRY_HEADER = b"\xf3expiry\x00\x00"
+INDEX_CLOCK = b"\xf4clock"
 
 
 def near_entry_key(table: int, permuted_fp: int, version_id: bytes) -> bytes:
@@ -88,6 +96,22 @@ def group_of_key(key: bytes) -> bytes:
 
 def version_record_key(version_id: bytes) -> bytes:
     return bytes((VERSION_RECORD,)) + version_id
+
+
+def expiry_key(fetched_at_ms: int, version_id: bytes) -> bytes:
+    """The key that dates a version record by its first fetch: the sweep reads them oldest first."""
+    return EXPIRY_HEADER + fetched_at_ms.to_bytes(8, "big") + version_id
+
+
+def expired_range(horizon_ms: int) -> tuple[bytes, bytes]:
+    """[lo, hi) of the expiry keys of versions first fetched before `horizon_ms`."""
+    return EXPIRY_HEADER, EXPIRY_HEADER + max(0, horizon_ms).to_bytes(8, "big")
+
+
+def expiry_of_key(key: bytes) -> tuple[int, bytes]:
+    """(first fetch ms, version id) of an expiry key."""
+    at = len(EXPIRY_HEADER)
+    return int.from_bytes(key[at:at + 8], "big"), key[at + 8:]
 
 
 def permuted_of_key(key: bytes) -> int:
