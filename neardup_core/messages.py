@@ -70,7 +70,12 @@ class UrlRule:
 
 @dataclass(frozen=True, slots=True)
 class HostSignal:
-    """Per-host trap signal for the crawl frontier (compacted by host; the last one wins)."""
+    """Per-host trap signal for the crawl frontier (compacted by host; the last one wins).
+
+    `penalty`, `budget_factor` and `url_rules` are the host's cumulative state in every signal; the
+    counts are a window's when `window_start` is set, else the host's. `revision` numbers the host's
+    signals from 1 and only grows; a signal sent again (after a crash) keeps its number, so a frontier
+    keeps the signal with the highest revision per host (0: from a version that did not number them)."""
 
     host: str
     window_start: str | None
@@ -84,6 +89,7 @@ class HostSignal:
     budget_factor: float
     url_rules: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
+    revision: int = 0
 
     def to_json(self) -> bytes:
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy

@@ -27,17 +27,26 @@ the same-host duplicate ratio times a confidence that grows with the sample (1/2
 needs both a high ratio and enough pages. It lies in [0, 1). `budget_factor = max(floor, 1 - penalty)`
 with `floor` 0.05. `dup_ratio` is (exact + near) / n, all duplicates, for information.
 
-Signals (`HostSignal`, compacted by host, the last one wins):
+Signals (`HostSignal`, compacted by host, the last one wins). Every signal carries the host's
+cumulative state: `penalty`, `budget_factor` and `url_rules` are always the host's, now, so a frontier
+that reads only the last signal per host never loses a penalty; the counts (`pages` ... `dup_ratio`)
+are the window's in a window signal and the host's in the others. `revision` numbers a host's
+signals 1, 2, 3, ...; a signal sent again keeps its number, so a frontier keeps the highest it saw.
+They are sent on
 
 - threshold crossings of the cumulative penalty, with hysteresis: a host is flagged when its penalty
   reaches `up` (0.5) and unflagged when it falls to `down` (0.3); nothing is sent in between, so a
   penalty hovering at a threshold does not flap. `window_start` / `window_end` are null.
 - window closings: when the host's watermark (its latest `fetched_at`) passes a window's end plus
-  `grace_s` (600 s), that window's counts and penalty (from the window's own counts, so the frontier
-  sees recent behaviour) are sent once. A quiet host's last window closes at its next decision, or when
-  the caller passes a watermark or `flush` (end of input, a tick). Decisions arriving later for a closed
+  `grace_s` (600 s), that window's counts are sent once, with the host's cumulative penalty, budget
+  factor and rules (a window of few duplicates must not clear a trap's penalty). A quiet host's
+  last window closes at its next decision, or when the caller passes a watermark or `flush` (end of
+  input). Decisions arriving later for a closed
   window still count in its state while that is stored (a table TTL of a few windows is enough), else
   only cumulatively, and send nothing: a late signal would overwrite a newer one.
+- settling (`settle`): a host whose cumulative state changed since its last signal (`unsignalled`)
+  sends it when the caller asks (the stream on each tick, at most once per tick and host), so the
+  last signal per host catches up with the host's state shortly after its last change.
 
 `observe` runs one decision through all of this; the streaming `hosts` agent and `neardup scan` both
 call it, keeping the states in a table keyed by host and one keyed by host and window start.
@@ -102,6 +111,10 @@ class HostState:
     """Cumulative: starts of windows with counts and no closing signal yet, oldest first."""
     closed_through: str | None = None
     """Cumulative: the end of the latest closed window."""
+    signals: int = 0
+    """Cumulative: signals sent so far, the revision of the last one."""
+    unsignalled: bool = False
+    """Cumulative: counts changed since the last signal (`settle` sends them)."""
 
     @property
     def duplicates(self) -> int:
@@ -201,23 +214,42 @@ def apply_window_decision(state: HostState | None, previous: Decision | None, ne
     return state
 
 
-def signal_for(state: HostState, *, rules: Sequence[UrlRule] = (), reason: str = "",
-               policy: HostPolicy = DEFAULT_POLICY) -> HostSignal:
-    """The `frontier.host-signals` message for a state (window bounds null for the cumulative one)."""
+def signal_for(state: HostState, window: HostState | None = None, *, rules: Sequence[UrlRule] = (),
+               reason: str = "", policy: HostPolicy = DEFAULT_POLICY) -> HostSignal:
+    """The next `frontier.host-signals` message of a host's cumulative `state`: its penalty, budget
+    factor and `rules`, with the counts and bounds of `window` when given (else the cumulative counts,
+    bounds null), numbered `state.signals + 1`. `emit` also counts it in the state."""
+    counts = window if window is not None else state
     return HostSignal(
         host=state.host,
-        window_start=state.window_start,
-        window_end=state.window_end,
-        pages=state.pages,
-        exact_duplicates=state.exact_duplicates,
-        near_duplicates=state.near_duplicates,
-        same_host_duplicates=state.same_host_duplicates,
-        dup_ratio=round(state.dup_ratio, 4),
+        window_start=counts.window_start,
+        window_end=counts.window_end,
+        pages=counts.pages,
+        exact_duplicates=counts.exact_duplicates,
+        near_duplicates=counts.near_duplicates,
+        same_host_duplicates=counts.same_host_duplicates,
+        dup_ratio=round(counts.dup_ratio, 4),
         penalty=round(penalty(state, policy), 4),
         budget_factor=round(budget_factor(state, policy), 4),
         url_rules=[rule.to_dict() for rule in rules],
         reason=reason or _describe(state, policy),
+        revision=state.signals + 1,
     )
+
+
+def emit(state: HostState, window: HostState | None = None, *, rules: Sequence[UrlRule] = (), reason: str = "",
+         policy: HostPolicy = DEFAULT_POLICY) -> tuple[HostState, HostSignal]:
+    """The host's next signal (`signal_for`) and its state having sent it: counted, nothing unsignalled."""
+    signal = signal_for(state, window, rules=rules, reason=reason, policy=policy)
+    return dataclasses.replace(state, signals=signal.revision, unsignalled=False), signal
+
+
+def settle(state: HostState, *, rules: Sequence[UrlRule] = (),
+           policy: HostPolicy = DEFAULT_POLICY) -> tuple[HostState, HostSignal | None]:
+    """A cumulative signal when the host's state changed since its last one (`unsignalled`), else None."""
+    if not state.unsignalled:
+        return state, None
+    return emit(state, rules=rules, reason=f"settled: {_describe(state, policy)}", policy=policy)
 
 
 def threshold_signal(state: HostState, *, rules: Sequence[UrlRule] = (),
@@ -233,7 +265,7 @@ def threshold_signal(state: HostState, *, rules: Sequence[UrlRule] = (),
         reason = f"penalty {value:.2f} fell to {policy.down}: {_describe(state, policy)}"
     else:
         return state, None
-    return state, signal_for(state, rules=rules, reason=reason, policy=policy)
+    return emit(state, rules=rules, reason=reason, policy=policy)
 
 
 def due_windows(state: HostState, watermark: str | None = None, *, flush: bool = False,
@@ -253,7 +285,8 @@ def close_windows(state: HostState, windows: Callable[[str], HostState | None], 
                   *, flush: bool = False, rules: Sequence[UrlRule] = (),
                   policy: HostPolicy = DEFAULT_POLICY) -> HostUpdate:
     """Closes the windows due at `watermark` (see `due_windows`): one signal per window not closed
-    before, oldest first. `windows` looks a window state up by its start."""
+    before, oldest first, each with the window's counts and the host's cumulative state. `windows`
+    looks a window state up by its start."""
     due = due_windows(state, watermark, flush=flush, policy=policy)
     if not due:
         return HostUpdate(state, {}, [])
@@ -264,8 +297,10 @@ def close_windows(state: HostState, windows: Callable[[str], HostState | None], 
         if window is None or window.closed:
             continue
         closed[start] = dataclasses.replace(window, closed=True)
-        signals.append(signal_for(window, rules=rules, reason=f"window closed: {_describe(window, policy)}",
-                                  policy=policy))
+        state, signal = emit(state, window, rules=rules, policy=policy,
+                             reason=f"window closed: {_describe(window, policy, of='in the window')}; "
+                                    f"host penalty {penalty(state, policy):.2f}")
+        signals.append(signal)
     end = max(_seconds(start) for start in due) + policy.window_s
     previous_end = _seconds(state.closed_through) if state.closed_through else end
     state = dataclasses.replace(state, open_windows=tuple(s for s in state.open_windows if s not in due),
@@ -279,20 +314,23 @@ def observe(state: HostState | None, windows: Callable[[str], HostState | None],
     """One decision through the host statistics, in this order:
 
     1. a stale decision (`supersedes` is False) changes nothing;
-    2. the cumulative counts move (`apply_decision`);
+    2. the cumulative counts move (`apply_decision`), and a change of them is `unsignalled`;
     3. the window of `new.fetched_at` counts it (`apply_window_decision`), unless that window closed
        and its state is gone;
     4. a threshold crossing of the cumulative penalty gives a signal (`threshold_signal`);
     5. windows due at the host's new watermark close, each with a signal (`close_windows`).
 
     `windows` looks up stored window states by start; `rules` are the host's current URL rules, carried
-    by every signal. The caller stores the returned states and, if `supersedes`, `new` as the URL's
-    latest decision.
+    by every signal with the host's cumulative penalty and budget factor. The caller stores the
+    returned states and, if `supersedes`, `new` as the URL's latest decision.
     """
     host = state if state is not None else HostState(host=new.host)
     if not supersedes(previous, new):
         return HostUpdate(host, {}, [])
+    before = _totals(host)
     host = apply_decision(host, previous, new, policy)
+    if _totals(host) != before:
+        host = dataclasses.replace(host, unsignalled=True)
     changed: dict[str, HostState] = {}
     start = window_start_of(new.fetched_at, policy.window_s)
     window = windows(start)
@@ -315,6 +353,10 @@ def _counts(decision: Decision) -> tuple[int, int, int, int, int]:
     return (1, int(decision.verdict == "exact_duplicate"), int(decision.verdict == "near_duplicate"), same, 0)
 
 
+def _totals(state: HostState) -> tuple[int, int, int, int, int]:
+    return (state.pages, state.exact_duplicates, state.near_duplicates, state.same_host_duplicates, state.skipped)
+
+
 def _add(state: HostState, counts: tuple[int, int, int, int, int], sign: int) -> HostState:
     pages, exact, near, same, skipped = counts
     return dataclasses.replace(
@@ -327,10 +369,11 @@ def _add(state: HostState, counts: tuple[int, int, int, int, int], sign: int) ->
     )
 
 
-def _describe(state: HostState, policy: HostPolicy) -> str:
-    return (f"{state.same_host_duplicates} of {state.pages} pages duplicate pages of the same host, "
-            f"{state.duplicates - state.same_host_duplicates} copy other hosts, {state.skipped} skipped; "
-            f"penalty {penalty(state, policy):.2f}")
+def _describe(state: HostState, policy: HostPolicy, of: str = "") -> str:
+    """The counts in words, and the penalty they give (`of`: the counts are a window's, say so instead)."""
+    counts = (f"{state.same_host_duplicates} of {state.pages} pages duplicate pages of the same host, "
+              f"{state.duplicates - state.same_host_duplicates} copy other hosts, {state.skipped} skipped")
+    return f"{counts} {of}" if of else f"{counts}; penalty {penalty(state, policy):.2f}"
 
 
 def _seconds(stamp: str) -> int:
