@@ -33,14 +33,18 @@ from faust.streams import Stream
 from faust.types import EventT, StreamT, TableT, TopicT
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
+from neardup_core.dedup.retention import URL_CLOCK, advance_clock
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
+from neardup_core.index.expiry import expire_versions
+from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
+from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
-from streams import metrics, records
+from streams import metrics, records, status
 from streams.pool import extraction_pool
 from streams.records import GatherMessage, HostChange, partition_of
 from streams.stores import PartitionView
@@ -133,6 +137,7 @@ class Agents:
     async def _reject(self, event: EventT, rejected: Rejected) -> None:
         msg = event.message
         metrics.REJECTS.labels(rejected.stage).inc()
+        status.RECORDER.rejected(rejected, key=msg.key, topic=msg.topic, partition=msg.partition, offset=msg.offset)
         rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
         await self.topics.rejected.send(force=True, key=msg.key, value=rejection.to_json())
 
@@ -155,7 +160,8 @@ class Agents:
         2. Save every state touched and move its pending key when its deadline changed, as one write.
         3. Send the probes (one record per index partition), the decisions and the host changes."""
         view = Overlay(PartitionView(self.tables.urls, partition))
-        states = UrlStates(view)
+        states = UrlStates(view, self.core.retention)
+        self._expire_urls(states, messages)
         touched: dict[str, UrlState] = {}
         deadline_before: dict[str, int | None] = {}
 
@@ -200,12 +206,43 @@ class Agents:
                                           partition=index_partition)
         await self._publish(published)
 
+    def _expire_urls(self, states: UrlStates, messages: list[GatherMessage]) -> None:
+        """With a retention: move the partition's clock by the record's fetches and remove the URL
+        states last fetched before the horizon, with their pending keys (a bounded step, in the
+        record's one write, so the deletes reach the changelog and its replays)."""
+        retention = self.core.retention
+        if retention is None:
+            return
+        newest = max((m.fetched_at_ms for m in messages if isinstance(m, Fetch)), default=None)
+        states.horizon_ms = retention.horizon(advance_clock(states.store, URL_CLOCK, newest, now_ms()))
+        for identity, state in states.expire(retention.sweep_max):
+            deadline = self.rule.awaiting(state)
+            if deadline is not None:
+                states.store.delete(pending_key(deadline, identity))
+            metrics.EXPIRED.labels("url").inc()
+
+    def _expire_index(self, view: Store, probes: list[Probe]) -> int | None:
+        """With a retention: move the partition's clock by the probes' pages, remove the versions
+        first fetched before the horizon (a bounded step), and return the horizon."""
+        retention = self.core.retention
+        if retention is None:
+            return None
+        newest = max((p.page.fetched_at_ms for p in probes), default=None)
+        horizon = retention.horizon(advance_clock(view, INDEX_CLOCK, newest, now_ms()))
+        if horizon is not None:
+            swept = expire_versions(view, self.core.design, horizon, retention.sweep_max)
+            metrics.EXPIRED.labels("version").inc(swept.versions)
+            metrics.EXPIRED.labels("entry").inc(swept.entries)
+        return horizon
+
     async def _publish(self, published: list[Published]) -> None:
         changes: dict[int, list[HostChange]] = defaultdict(list)
         for d, before in published:
             metrics.DECISIONS.labels(d.verdict).inc()
             if d.revision > 1:
                 metrics.REVISIONS.inc()
+            if not d.complete:
+                metrics.PROVISIONAL.inc()
             key = d.url.encode()
             if d.complete and key in self.received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - self.received.pop(key))
@@ -216,10 +253,14 @@ class Agents:
                                          partition=partition)
 
     async def send_ticks(self) -> None:
-        """Timer of the leader: a tick to every gather partition, processed there in order with the answers."""
-        tick = records.encode_gather([now_ms()])
+        """Timer of the leader: a tick to every gather partition, processed there in order with the
+        answers, and to every hosts partition (hosts with unsignalled changes send them)."""
+        now = now_ms()
+        tick, host_tick = records.encode_gather([now]), records.encode_host_tick(now)
         for partition in range(self.partitions):
             await self.topics.gather.send(force=True, key=None, value=tick, partition=partition)
+        for partition in range(self.partitions):
+            await self.topics.hosts.send(force=True, key=None, value=host_tick, partition=partition)
 
     # -- neardup.probes ----------------------------------------------------------------------------
 
@@ -229,8 +270,10 @@ class Agents:
         async for event in stream.events():
             probes = records.decode_probes(event.message.value)
             started = time.perf_counter()
-            view = PartitionView(self.tables.index, event.message.partition)
-            answers, revisions = probe_batch(view, probes, self.core.design, self.core.k)
+            view = Overlay(PartitionView(self.tables.index, event.message.partition))
+            horizon = self._expire_index(view, probes)
+            answers, revisions = probe_batch(view, probes, self.core.design, self.core.k, horizon)
+            view.commit()  # the sweep's deletes and the probes' writes: one changelog record
             elapsed = time.perf_counter() - started
             for _ in probes:
                 metrics.PROBE_SECONDS.observe(elapsed / len(probes))
@@ -244,13 +287,18 @@ class Agents:
     # -- neardup.hosts -----------------------------------------------------------------------------
 
     async def hosts(self, stream: StreamT[bytes]) -> None:
-        """Per host: move pages between counts, emit a signal when a penalty crosses a threshold;
-        a record's changes are written at once."""
+        """Per host: move pages between counts, emit a signal when a penalty crosses a threshold or a
+        window closes, and on a tick for hosts with unsignalled changes; a record's changes are written
+        at once. The record's offset is its position for the tracker: a record seen again (after a
+        crash) changes nothing and sends its hosts' last signals again (`HostTracker.apply`)."""
         async for event in stream.events():
-            view = Overlay(PartitionView(self.tables.hosts, event.message.partition))
+            msg = event.message
+            view = Overlay(PartitionView(self.tables.hosts, msg.partition))
             tracker = HostTracker(view, self.core.host_policy)
-            signals = [s for d, before in records.decode_host_changes(event.message.value)
-                       for s in tracker.observe(d, before)]
+            items = records.decode_hosts(msg.value)
+            changes = [item for item in items if not isinstance(item, int)]
+            signals = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
+            status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, signals)  # reads the overlay
             view.commit()
             for signal in signals:
                 await self.topics.signals.send(force=True, key=signal.host.encode(), value=signal.to_json())

@@ -7,7 +7,8 @@ tables: what one step sends to one partition travels in one record.
   fingerprinted fetch, an answer (one page's tables of one index partition), a revision from a
   better page, or a tick.
 - `neardup.probes`, partitioned by bucket (`partition_of(probe.lo)`): a list of `Probe`s.
-- `neardup.hosts`, partitioned by host: a list of (decision, the URL's decision before it).
+- `neardup.hosts`, partitioned by host: a list of (decision, the URL's decision before it), or a
+  tick (the leader's, to every partition: hosts with unsignalled changes send them).
 
 The first element of each record is its format version, so a later format can be told apart.
 Format 3 adds the MinHash signature: a `Fetch` list may carry it as a ninth element (base64), a
@@ -96,6 +97,17 @@ def encode_host_changes(changes: Iterable[HostChange]) -> bytes:
     return _pack([VERSION, [[d.to_json(), before.to_json() if before else None] for d, before in changes]])
 
 
+def encode_host_tick(now_ms: int) -> bytes:
+    return _pack([VERSION, [[TICK, int(now_ms)]]])
+
+
+def decode_hosts(raw: bytes) -> list[HostChange | int]:
+    """A hosts record: its changes, or a tick (an int, the leader's clock)."""
+    return [int(second) if first == TICK else
+            (Decision.from_json(first), Decision.from_json(second) if second else None)
+            for first, second in _body(raw, "hosts")]
+
+
 def decode_host_changes(raw: bytes) -> list[HostChange]:
-    return [(Decision.from_json(d), Decision.from_json(before) if before else None)
-            for d, before in _body(raw, "hosts")]
+    """The changes of a hosts record (none in a tick)."""
+    return [item for item in decode_hosts(raw) if not isinstance(item, int)]
