@@ -62,7 +62,7 @@ def render(result: Explanation, console: Console, *, full: bool = False) -> None
     console.print(f"  rank: {escape(verdict.rank_reason)}")
     console.print(_pages_table(result.a, result.b))
     console.print(_fingerprints(result))
-    console.print(_diff_table(result.diff, full=full))
+    console.print(_diff_table(result.diff, full=full, plain=console.no_color or not console.is_terminal))
 
 
 def _short(digest: str | None) -> str:
@@ -148,7 +148,8 @@ def _fingerprints(result: Explanation) -> Group:
     else:
         within = "[green]within k[/]" if sim.distance <= sim.k else "over k"
         blocks = "".join("■" if equal else "□" for equal in sim.blocks_equal)
-        keys = "; ".join(f"{t} (blocks {'+'.join(map(str, sim.table_keys[t]))})" for t in sim.shared_tables)
+        keys = "; ".join(f"{t} (blocks {'+'.join(map(str, sim.table_keys[t]))})" for t in sim.shared_tables) \
+            if len(sim.shared_tables) < sim.tables else "all"
         lines.append(f"[bold]SimHash[/]: distance {sim.distance} bits, k={sim.k}: {within}; blocks equal {blocks} "
                      f"({sum(sim.blocks_equal)} of {len(sim.blocks_equal)}); shared tables: "
                      f"{keys or 'none'} of {sim.tables}")
@@ -166,11 +167,15 @@ def _fingerprints(result: Explanation) -> Group:
     return Group(*lines)
 
 
-def _runs(parts: Sequence[tuple[str, bool]], changed_style: str) -> Text:
+def _runs(parts: Sequence[tuple[str, bool]], changed_style: str, marks: tuple[str, str] | None) -> Text:
+    """Changed words in `changed_style`, and inside `marks` (wdiff's ``[-…-]`` and ``{+…+}``) when the
+    output has no colours (a file, a pipe, NO_COLOR)."""
     text = Text()
     for i, (words, changed) in enumerate(parts):
         if i:
             text.append(" ")
+        if changed and marks:
+            words = f"{marks[0]}{words}{marks[1]}"
         text.append(words, style=changed_style if changed else "")
     return text
 
@@ -202,7 +207,7 @@ def folded(rows: Sequence[DiffRow], context: int | None) -> list[DiffRow | int]:
     return out
 
 
-def _diff_table(rows: Sequence[DiffRow], *, full: bool) -> Table:
+def _diff_table(rows: Sequence[DiffRow], *, full: bool, plain: bool) -> Table:
     changed = sum(row.tag != "equal" for row in rows)
     table = Table(title=f"main texts: {len(rows)} rows, {changed} changed", show_header=True, header_style="bold",
                   expand=True, show_lines=False)
@@ -219,5 +224,6 @@ def _diff_table(rows: Sequence[DiffRow], *, full: bool) -> Table:
         elif row.tag == "equal":
             table.add_row(Text(row.a[0][0], style="dim"), "", Text(row.b[0][0], style="dim"))
         else:
-            table.add_row(_runs(row.a, "bold red"), marks[row.tag], _runs(row.b, "bold green"))
+            table.add_row(_runs(row.a, "bold red", ("[-", "-]") if plain else None), marks[row.tag],
+                          _runs(row.b, "bold green", ("{+", "+}") if plain else None))
     return table

@@ -208,7 +208,8 @@ def test_rich_output_says_the_verdict_rule_and_marks_the_changes(tmp_path: Path,
     assert f"verdict: {expected.verdict.headline[:60]}" in " ".join(text.split())
     assert "template check" in text and "stoplist" in text and "English" in text
     assert expected.simhash is not None and f"distance {expected.simhash.distance} bits" in text
-    assert "~" in text  # a replaced paragraph
+    assert "~" in text  # a replaced paragraph, its changed words marked as wdiff does (no colours here)
+    assert "[-five-]" in text and "{+four+}" in text
 
 
 def test_missing_file_unknown_url_and_rejected_page_exit_2_with_the_reason(
