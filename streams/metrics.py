@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from faust.types import TP
 
 if TYPE_CHECKING:
     from faust.types import AppT
@@ -23,21 +26,87 @@ DECISION_SECONDS = Histogram("neardup_decision_seconds",
                              "From a fetch reaching the decision stage to its first complete decision",
                              registry=REGISTRY, buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 PENDING = Gauge("neardup_pending_pages", "Pages of this worker waiting for probe answers", registry=REGISTRY)
+EXPIRED = Counter("neardup_expired_total",
+                  "What the retention (NEARDUP_RETENTION_DAYS) removed: index entries, version records, URL states",
+                  ["kind"], registry=REGISTRY)
 RESEEKS = Counter("neardup_reseeks_total",
                   "Partitions sought back to fetch again records Faust fetched and did not hand on",
                   registry=REGISTRY)
-LAG = Gauge("neardup_consumer_lag", "Messages not yet read, per topic partition", ["topic", "partition"],
-            registry=REGISTRY)
+LAG = Gauge("neardup_consumer_lag",
+            "Messages not yet read (highwater minus position), per partition the worker reads: the topics its "
+            "agents read and its standby changelogs", ["topic", "partition"], registry=REGISTRY)
+ASSIGNED = Gauge("neardup_assigned_partitions",
+                 "Partitions of the topics the agents read that this worker is assigned (changelogs left out)",
+                 registry=REGISTRY)
+PROVISIONAL = Counter("neardup_provisional_decisions_total",
+                      "Decisions published provisionally (complete: false): NEARDUP_DECISION_TIMEOUT_S passed first",
+                      registry=REGISTRY)
 
 
-async def measure_lag(app: AppT) -> None:
-    """A timer: per assigned partition, the highwater minus the consumer's position."""
-    consumer = app.consumer
-    for tp in consumer.assignment():
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """Where the consumer is in one assigned partition.
+
+    `role`: `source` (a topic an agent reads), `standby` (a changelog this worker replays into a
+    standby table), `changelog` (the changelog of a table partition this worker runs: it writes it,
+    and reads it only to recover) or `faust` (Faust's own, the assignor's leader topic). `lag` is
+    `highwater - position` where the worker reads the partition all along (sources and standbys; what
+    `neardup_consumer_lag` exports), else None, as where an offset is not known yet."""
+
+    topic: str
+    partition: int
+    role: str
+    highwater: int | None
+    position: int | None
+    committed: int | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.role not in ("source", "standby") or self.highwater is None or self.position is None:
+            return None
+        return max(0, self.highwater - self.position)
+
+
+def role_of(app: AppT, topic: str, partition: int) -> str:
+    if topic.endswith("-__assignor-__leader"):
+        return "faust"
+    if topic.endswith("-changelog"):
+        return "standby" if app.assignor.is_standby(TP(topic, partition)) else "changelog"
+    return "source"
+
+
+async def partition_offsets(app: AppT) -> list[PartitionOffsets]:
+    """Per assigned partition, sorted: its role, the highwater, the consumer's position and the
+    offset Faust last committed (as `/debug/tasks` reads it)."""
+    consumer: Any = app.consumer
+    out = []
+    for tp in sorted(consumer.assignment()):
         try:
             position = await consumer.position(tp)
             highwater = consumer.highwater(tp)
         except Exception:  # the partition may be revoked while we look
             continue
-        if position is not None and highwater is not None:
-            LAG.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
+        out.append(PartitionOffsets(tp.topic, tp.partition, role_of(app, tp.topic, tp.partition), highwater,
+                                    position, consumer._committed_offset.get(tp)))
+    return out
+
+
+_lag_labels: set[tuple[str, str]] = set()
+
+
+def export_offsets(offsets: list[PartitionOffsets]) -> None:
+    """Sets `neardup_consumer_lag` per partition (dropping partitions no longer assigned, so a revoked
+    partition does not keep its last lag) and `neardup_assigned_partitions`."""
+    seen = {(o.topic, str(o.partition)): o.lag for o in offsets if o.lag is not None}
+    for labels in _lag_labels - set(seen):
+        LAG.remove(*labels)
+    for labels, lag in seen.items():
+        LAG.labels(*labels).set(lag)
+    _lag_labels.clear()
+    _lag_labels.update(seen)
+    ASSIGNED.set(sum(1 for o in offsets if o.role == "source"))
+
+
+async def measure_lag(app: AppT) -> None:
+    """A timer: the lag per assigned partition and the number of assigned partitions."""
+    export_offsets(await partition_offsets(app))
