@@ -43,7 +43,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install $(PIP_FLAGS) -e '.[test,dev]'
+	$(PY) -m pip install $(PIP_FLAGS) -e '.[test,dev,scrapy]'
 	touch $@
 
 # Fetches the broker's jars into ~/.cache/neardup (a no-op once cached) here rather than inside the first

@@ -40,6 +40,13 @@ def key_of(event: RawEvent) -> bytes | None:
     return url.encode() if isinstance(url, str) else None
 
 
+def producer_config(settings: Settings) -> dict[str, str | int | float | bool]:
+    """The confluent-kafka producer of `pages.fetched` (this command's, the Scrapy extension's): the
+    broker and its security settings, idempotent, lz4, batched for 20 ms, room for the largest body."""
+    return {**settings.confluent_config(), "linger.ms": 20, "log_level": 3, "enable.idempotence": True,
+            "compression.type": "lz4", "message.max.bytes": max(1_000_000, settings.max_body_bytes * 2)}
+
+
 def publish_events(settings: Settings, events: list[RawEvent] | None = None, files: list[Path] | None = None, *,
                    progress: bool = True) -> PublishResult:
     from confluent_kafka import KafkaError, Message, Producer
@@ -50,9 +57,7 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
         raise SystemExit(f"topic {settings.topic('pages.fetched')} does not exist on {settings.broker}: "
                          "run `neardup topics create` first")
     result = PublishResult()
-    producer = Producer({**settings.confluent_config(), "linger.ms": 20, "log_level": 3, "enable.idempotence": True,
-                         "compression.type": "lz4", "message.max.bytes": max(1_000_000,
-                                                                              settings.max_body_bytes * 2)})
+    producer = Producer(producer_config(settings))
     topic = settings.topic("pages.fetched")
 
     def delivered(err: KafkaError | None, msg: Message) -> None:
