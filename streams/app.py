@@ -17,6 +17,7 @@ import faust
 from aiokafka.helpers import create_ssl_context
 from faust.types import ConsumerT, ProducerT, TableT, TopicT
 
+from streams import status
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
 from streams.redelivery import RedeliveringConsumer
@@ -128,5 +129,6 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
     app.agent(topics.hosts, concurrency=1)(agents.hosts)
     app.timer(interval=settings.tick_interval_s, on_leader=True)(agents.send_ticks)
     app.timer(interval=10.0)(measure_lag)
+    app.timer(interval=status.SAMPLE_EVERY_S)(status.sample_counters)
     add_pages(app, settings, partitions)
     return app

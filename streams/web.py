@@ -1,6 +1,7 @@
-"""The worker's web views: `/metrics` (Prometheus), `/health` (ready or recovering, and what the
-worker runs and holds), `/live` (the process answers) and `/debug/tasks` (where every asyncio task
-of the worker waits, for a worker that seems stuck)."""
+"""The worker's web views: `/` (the status page, `streams.status_html`) and `/status.json` (its data,
+`streams.status`), `/metrics` (Prometheus), `/health` (ready or recovering, and what the worker runs
+and holds), `/live` (the process answers) and `/debug/tasks` (where every asyncio task of the worker
+waits, for a worker that seems stuck)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from faust.tables.manager import TableManager
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from streams import metrics
+from streams import metrics, status, status_html
 from streams.settings import Settings
 
 
@@ -25,6 +26,19 @@ def is_ready(app: faust.App) -> bool:
 
 def add_pages(app: faust.App, settings: Settings, partitions: int) -> None:
     """Register the pages on the app's web server (its port is NEARDUP_WEB_PORT)."""
+
+    def worker() -> dict[str, Any]:
+        return {"app_id": settings.app_id, "design": settings.core.design.name, "k": settings.k,
+                "partitions": partitions, "ready": is_ready(app)}
+
+    @app.page("/")
+    async def status_page(view: View, request: Request) -> Response:
+        """The status page: this worker's throughput, verdicts, latency, lag, hosts and rejections."""
+        return view.html(status_html.render(await status.status(app, worker())))
+
+    @app.page("/status.json")
+    async def status_json(view: View, request: Request) -> Response:
+        return view.json(await status.status(app, worker()))
 
     @app.page("/metrics")
     async def metrics_page(view: View, request: Request) -> Response:
