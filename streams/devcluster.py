@@ -3,8 +3,8 @@
 What `neardup demo`, the integration and reliability tests and `bench/bench_stream.py` share:
 
 - a broker: `start_broker(dir)` runs `deploy/local-kafka start --port 0 --dir DIR` and returns its
-  address, `stop_broker(dir)` stops it; `missing_prerequisites()` says why none can start here (no
-  checkout, no Java) before trying;
+  address, `stop_broker(dir)` stops it, `restart_broker(broker)` starts it again on its port with its
+  data; `missing_prerequisites()` says why none can start here (no checkout, no Java) before trying;
 - an app on a broker, `Cluster`: one topic prefix and Faust app id, its topics created as the workers
   will see them, worker processes (`python -m streams.cli worker`, each in its own session, with its own
   NEARDUP_DATA_DIR and NEARDUP_WEB_PORT, its output in `worker-NAME.log`), killed or stopped by process
@@ -145,6 +145,11 @@ class Broker:
         return self.dir / "kafka.log" if self.dir else None
 
     @property
+    def port(self) -> int:
+        """The port of the (first) bootstrap server."""
+        return int(self.bootstrap.split(",")[0].rpartition(":")[2])
+
+    @property
     def pid(self) -> int | None:
         """The broker's JVM, while `deploy/local-kafka` runs it."""
         try:
@@ -166,9 +171,12 @@ def _local_kafka(*args: str) -> list[str]:
     return [sys.executable, str(LOCAL_KAFKA), *args]
 
 
-def start_broker(directory: Path, *, echo: bool = False, timeout_s: float = 900.0) -> Broker:
-    """Starts a broker on a free port with its state in `directory` and returns once it serves.
+def start_broker(directory: Path, *, port: int = 0, keep_data: bool = False, echo: bool = False,
+                 timeout_s: float = 900.0) -> Broker:
+    """Starts a broker on `port` (0: a free one) with its state in `directory` and returns once it serves.
 
+    `keep_data` keeps the topics, offsets and groups of the broker that ran in `directory` before
+    (`--keep-data`): with that broker's port, it is the same broker started again (`restart_broker`).
     `echo` copies the script's progress (standard error) to ours as it comes, e.g. the first run's
     Maven fetch; it is kept in `Broker.startup` either way. On Ctrl-C or a timeout the script is
     sent SIGTERM, on which it stops the broker it was starting. Raises `BrokerUnavailable` when the
@@ -176,8 +184,9 @@ def start_broker(directory: Path, *, echo: bool = False, timeout_s: float = 900.
     problem = missing_prerequisites()
     if problem:
         raise BrokerUnavailable(problem)
-    proc = subprocess.Popen(_local_kafka("start", "--port", "0", "--dir", str(directory)), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = ["start", "--port", str(port), "--dir", str(directory), *(["--keep-data"] if keep_data else [])]
+    proc = subprocess.Popen(_local_kafka(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     out: list[str] = []
     err: list[str] = []
 
@@ -217,6 +226,17 @@ def stop_broker(directory: Path, *, timeout_s: float = 120.0) -> None:
     if LOCAL_KAFKA.is_file():
         subprocess.run(_local_kafka("stop", "--dir", str(directory)), stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=timeout_s, check=False)
+
+
+def restart_broker(broker: Broker, *, down_s: float = 0.0, timeout_s: float = 300.0) -> Broker:
+    """Stops a local broker, waits `down_s`, and starts it again in the same dir on the same port with
+    its data kept: clients configured with its address find it again, with every topic, offset and group.
+    Raises `ClusterError` when the broker is not local or does not start (e.g. its port was taken)."""
+    if broker.dir is None:
+        raise ClusterError(f"{broker.bootstrap} was not started here: it cannot be restarted")
+    stop_broker(broker.dir)
+    time.sleep(down_s)
+    return start_broker(broker.dir, port=broker.port, keep_data=True, timeout_s=timeout_s)
 
 
 # --- decisions -----------------------------------------------------------------------------------------
