@@ -1,0 +1,127 @@
+"""Disk of a `neardup scan` state dir over three retention windows, retention on against off.
+
+A generated crawl whose `fetched_at` advances through 3 windows (`neardup_core/testing/timeline.py`:
+each window a fresh generated crawl of `--scale` x 343 pages, spread evenly over the window) is fed to
+`neardup scan`, one run per window continuing the same `--state` dir, once with
+`NEARDUP_RETENTION_DAYS` at the window and once without, the two taking turns window by window. After
+each window the state dir is measured two ways:
+
+* **compacted**: a copy of it, each RocksDB flushed and fully compacted (`compact_range` over all
+  keys), then its `.sst` files: the live data, with the deletes' tombstones dropped, which RocksDB's
+  own compactions reach in time;
+* **as left**: the dir as the scan left it (flushed on close), without RocksDB's info logs (`LOG*`):
+  what the disk holds before compaction catches up (tombstones included).
+
+Live keys are counted too. With retention the state after 3 windows should be about that after one;
+without, about 3x.
+
+    python bench/bench_retention.py [--scale 1] [--window-days 1] [--results bench/results/retention.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from common import REPO, Table, append_results, fmt_bytes, fmt_ratio
+
+from neardup_core.settings import CoreSettings
+from neardup_core.store.rocks import RocksStore
+from neardup_core.testing.timeline import crawl_over_windows
+
+DAY_MS = 86_400_000
+WINDOWS = 3
+
+
+def scan(data: Path, state: Path, out: Path, retention_days: float | None) -> float:
+    env = {**os.environ}
+    env.pop("NEARDUP_RETENTION_DAYS", None)
+    if retention_days is not None:
+        env["NEARDUP_RETENTION_DAYS"] = str(retention_days)
+    started = time.perf_counter()
+    cmd = [sys.executable, "-m", "streams.cli", "scan", str(data), "--state", str(state), "--out", str(out),
+           "--no-progress", "--processes", "1"]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise SystemExit(result.stderr)
+    return time.perf_counter() - started
+
+
+def keys_of(store: RocksStore) -> int:
+    it = store._db.iter()
+    it.seek_to_first()
+    n = 0
+    while it.valid():
+        n += 1
+        it.next()
+    return n
+
+
+def measure(state: Path, scratch: Path) -> tuple[int, int, int]:
+    """(SST bytes after a full compaction of a copy, bytes as left without info logs, live keys)."""
+    as_left = sum(p.stat().st_size for p in state.rglob("*") if p.is_file() and not p.name.startswith("LOG"))
+    copy = scratch / "copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(state, copy)
+    keys = 0
+    for name, prefix in (("index", CoreSettings().design.prefix_bytes), ("urls", None)):
+        store = RocksStore(copy / name, prefix_bytes=prefix)
+        store.flush()
+        store._db.compact_range(None, None)
+        keys += keys_of(store)
+        store.close()
+    compacted = sum(p.stat().st_size for p in copy.rglob("*.sst"))
+    shutil.rmtree(copy)
+    return compacted, as_left, keys
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=int, default=1, help="generated crawl scale per window (343 pages each)")
+    parser.add_argument("--window-days", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=100)
+    parser.add_argument("--results", type=Path, default=REPO / "bench" / "results" / "retention.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    windows = crawl_over_windows(WINDOWS, round(args.window_days * DAY_MS), seed=args.seed, scale=args.scale)
+    runs = {"off": None, "on": args.window_days}
+    rows: dict[str, list[tuple[int, int, int, float]]] = {name: [] for name in runs}
+    with tempfile.TemporaryDirectory(prefix="bench-retention-") as tmp:
+        root = Path(tmp)
+        fed = 0
+        for w, events in enumerate(windows):
+            data = root / f"w{w}.jsonl"
+            data.write_bytes(b"\n".join(orjson.dumps(e) for e in events) + b"\n")
+            fed += len(events)
+            for name, days in runs.items():
+                seconds = scan(data, root / f"state-{name}", root / f"out-{name}-{w}.jsonl", days)
+                rows[name].append((*measure(root / f"state-{name}", root), seconds))
+                print(f"window {w + 1}, retention {name}: {rows[name][-1]}", flush=True)
+    table = Table(f"scan state dir over {WINDOWS} windows of {args.window_days:g} day(s), "
+                  f"{len(windows[0])} generated pages per window",
+                  ["after", "pages fed", "off: compacted", "on: compacted", "on / off",
+                   "off vs window 1", "on vs window 1", "off: as left", "on: as left", "off: keys", "on: keys"])
+    fed = 0
+    for w in range(WINDOWS):
+        fed += len(windows[w])
+        off, on = rows["off"][w], rows["on"][w]
+        table.add(f"window {w + 1}", f"{fed:,}", fmt_bytes(off[0]), fmt_bytes(on[0]), fmt_ratio(on[0] / off[0]),
+                  fmt_ratio(off[0] / rows["off"][0][0]), fmt_ratio(on[0] / rows["on"][0][0]),
+                  fmt_bytes(off[1]), fmt_bytes(on[1]), f"{off[2]:,}", f"{on[2]:,}")
+    table.notes.append("compacted: .sst bytes of a copy of the state dir after flush + full compact_range of both "
+                       "RocksDBs; as left: the dir after the scan closed it, RocksDB info logs (LOG*) left out")
+    table.notes.append("scan seconds per window, off: " + ", ".join(f"{r[3]:.0f}" for r in rows["off"]) +
+                       "; on: " + ", ".join(f"{r[3]:.0f}" for r in rows["on"]))
+    table.print()
+    append_results(args.results, "Retention: disk over 3 windows, on vs off", [table], started=started)
+
+
+if __name__ == "__main__":
+    main()
