@@ -47,11 +47,16 @@ def scan(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Deduplicate files on this machine, without Kafka: the same decisions as the workers."""
-    from streams.cli.scan import run_scan
+    from streams.cli.scan import OutputClash, run_scan
 
     settings = load()
-    summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts, report=report,
-                       processes=settings.extract_processes if processes is None else processes, progress=progress)
+    try:
+        summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts, report=report,
+                           processes=settings.extract_processes if processes is None else processes,
+                           progress=progress)
+    except OutputClash as exc:  # raised before anything is opened for writing
+        print(f"neardup scan: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
     summary.print(err)
     if summary.file_errors:  # every other file was read and decided
         raise typer.Exit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -121,11 +122,44 @@ def file_rejection(error: FileError) -> Rejection:
                         None, b"")
 
 
+class OutputClash(ValueError):
+    """An output path of `scan` is one of its inputs or another of its outputs: opening it for writing
+    would truncate what is still to be read, or two writers would share a file."""
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` name one file: the same inode when both exist (symlinks and hard links
+    included), else the same path once resolved (`x`, `./x` and `d/../x`)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:  # one of them does not exist (yet)
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_outputs(files: list[Path], outputs: dict[str, Path | None]) -> None:
+    """Raise `OutputClash` when an output (`{"--out": path, ...}`, None for one not asked for) is an
+    input file or the same file as another output; checked before anything is opened for writing."""
+    given = [(option, path) for option, path in outputs.items() if path is not None]
+    for option, path in given:
+        for source in files:
+            if _same_file(path, source):
+                raise OutputClash(f"{option} {path} is also an input file ({source}); writing it would truncate "
+                                  "it before it is read")
+    for i, (option, path) in enumerate(given):
+        for other_option, other in given[i + 1:]:
+            if _same_file(path, other):
+                raise OutputClash(f"{option} {path} and {other_option} {other} are the same file")
+
+
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
              hosts: Path | None = None, report: Path | None = None, processes: int = 1,
              progress: bool = True) -> ScanSummary:
     """Every event of `files` through the embedded engine over `state` (`Deduplicator`, what the
-    library API gives): the fingerprinting in `processes` processes, the decisions in this one."""
+    library API gives): the fingerprinting in `processes` processes, the decisions in this one.
+    Raises `OutputClash` before anything is written when an output is an input or another output."""
+    check_outputs(files, {"--out": out, "--rejects": rejects, "--hosts": hosts, "--report": report})
     core = settings.core
     try:
         dedup = Deduplicator(state, core, persist_hosts=hosts is not None)

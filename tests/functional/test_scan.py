@@ -230,3 +230,37 @@ def test_two_spellings_of_one_url_are_one_url_a_recrawl_not_a_duplicate(crawl, t
     assert decisions[-1]["fetched_at"].startswith("2024-05-02T00:00:00")  # the recrawl moved the URL's fetch time
     urls_rows = [line.replace("│", " ").split() for line in result.stderr.splitlines() if "URLs" in line]
     assert urls_rows == [["URLs", "unique", "1"]], result.stderr
+
+
+@pytest.mark.parametrize("clash", ["out is input", "out is ./input", "rejects is a symlink to input",
+                                   "report is a hard link to input", "hosts is out"])
+def test_an_output_that_is_an_input_or_another_output_is_refused_before_anything_is_written(
+        crawl, tmp_path: Path, clash: str) -> None:
+    """`--out crawl.jsonl` on the input `crawl.jsonl` would truncate it before it is read: scan refuses
+    with one line and exit code 2, and the input is intact, no state dir and no output created."""
+    work = tmp_path / "work"
+    work.mkdir()
+    src = write(work / "crawl.jsonl", crawl[:5])
+    before = src.read_bytes()
+    (work / "link.jsonl").symlink_to(src)
+    (work / "hard.jsonl").hardlink_to(src)
+    outputs = {"--out": "out.jsonl", "--rejects": "rejects.jsonl", "--hosts": "hosts.jsonl", "--report": "report.html"}
+    expected = {
+        "out is input": ("--out", "crawl.jsonl", "is also an input file"),
+        "out is ./input": ("--out", "./sub/../crawl.jsonl", "is also an input file"),
+        "rejects is a symlink to input": ("--rejects", "link.jsonl", "is also an input file"),
+        "report is a hard link to input": ("--report", "hard.jsonl", "is also an input file"),
+        "hosts is out": ("--hosts", "out.jsonl", "are the same file"),
+    }[clash]
+    option, path, words = expected
+    (work / "sub").mkdir()
+    outputs[option] = path
+    cmd = [sys.executable, "-m", "streams.cli", "scan", str(src), "--state", str(work / "state"),
+           *[arg for pair in outputs.items() for arg in pair], "--no-progress", "--processes", "1"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neardup scan: ") and words in lines[0], result.stderr
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in work.iterdir()) == ["crawl.jsonl", "hard.jsonl", "link.jsonl", "sub"]
