@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -164,3 +165,21 @@ def test_a_scrapy_crawl_is_decided_as_scan_decides_its_pages(pipeline: Cluster, 
     assert not differ, f"G3: {len(differ)} URLs lead to another canonical than in scan: {differ[:5]}"
     verdicts = Counter(d["verdict"] for d in latest.values())
     assert verdicts["exact_duplicate"] > 20 and verdicts["near_duplicate"] > 5 and verdicts["unique"] > 50, verdicts
+
+
+def test_a_topic_missing_on_the_broker_stops_the_publishing(pipeline: Cluster, unique_prefix: str,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """What the extension checks when the spider opens, on the real broker: the pipeline's topic is there,
+    a topic under another prefix is not (and nothing is sent to a broker that would create it)."""
+    from scrapy.utils.test import get_crawler
+
+    from streams.scrapy import PagePublisher
+    from streams.settings import Settings
+
+    stats = get_crawler().stats
+    assert stats is not None
+    assert PagePublisher(Settings(broker=pipeline.bootstrap, topic_prefix=pipeline.topic_prefix), stats).check_topic()
+    missing = PagePublisher(Settings(broker=pipeline.bootstrap, topic_prefix=f"{unique_prefix}-none."), stats)
+    with caplog.at_level(logging.ERROR, logger="streams.scrapy"):
+        assert not missing.check_topic()
+    assert any(f"{unique_prefix}-none.pages.fetched does not exist" in r.getMessage() for r in caplog.records)
