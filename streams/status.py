@@ -94,7 +94,7 @@ class Recorder:
         """The hosts agent changed these hosts' counts and sent these signals: keep each host's current
         cumulative signal while it ranks among the `HOSTS_KEPT` highest penalties."""
         reasons = {s.host: s.reason for s in sent}
-        for host in hosts:
+        for host in set(hosts) | set(reasons):
             state = tracker.host(host)
             if state is None:
                 continue

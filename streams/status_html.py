@@ -36,7 +36,7 @@ main{padding:18px 24px;max-width:1280px}
 section{background:#fff;border-radius:8px;padding:14px 16px;margin-bottom:16px;
   box-shadow:0 1px 2px rgba(0,0,0,.06)}
 section h2{font-size:15px;margin:0 0 10px;font-weight:600}
-.grid2{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}
+.grid2{display:grid;grid-template-columns:minmax(0,5fr) minmax(0,3fr);gap:16px;align-items:start}
 .grid2>section{margin-bottom:0}
 .bar{display:flex;height:18px;border-radius:4px;overflow:hidden;background:#e5e7eb}
 .bar span{display:block;height:100%}
@@ -50,8 +50,8 @@ td.host{white-space:nowrap;max-width:240px;overflow:hidden;text-overflow:ellipsi
 td.time{white-space:nowrap}
 .wide{overflow-x:auto}table.tp td.n{min-width:44px}td.topic{white-space:nowrap}td.hot{color:#b45309;font-weight:600}
 .mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all}
-.rule{display:inline-block;background:#eef2ff;color:#3730a3;border-radius:4px;padding:0 6px;margin:1px 4px 1px 0;
-  font-size:12px}
+.rule{display:inline-block;white-space:nowrap;background:#eef2ff;color:#3730a3;border-radius:4px;padding:0 6px;
+  margin:1px 4px 1px 0;font-size:12px}
 .pen{display:inline-block;height:8px;background:#ef4444;border-radius:2px;vertical-align:middle;margin-right:6px}
 .muted{color:#9ca3af}
 details summary{cursor:pointer;color:#4b5563;margin-top:8px}
@@ -124,7 +124,7 @@ def _rules(rules: list[dict[str, Any]]) -> str:
 
 def _hosts(s: dict[str, Any]) -> str:
     rows = "".join(
-        f'<tr data-host="{escape(h["host"])}">'
+        f'<tr data-host="{escape(h["host"])}" title="last signal: {escape(h["last_signal"] or "none yet")}">'
         f'<td class="mono host" title="{escape(h["host"])}">{escape(h["host"])}</td>'
         f'<td class="n">{h["pages"]:,}</td><td class="n">{h["same_host_duplicates"]:,}</td>'
         f'<td class="n"><span class="pen" style="width:{60 * h["penalty"]:.0f}px"></span>'
