@@ -1,7 +1,8 @@
 """All settings, from environment variables with documented defaults (the README lists them).
 
-Each `NEARDUP_*` variable is read here and nowhere else, and checked when `Settings` is built: a value
-of the wrong type or outside its range raises `SettingError` naming the variable, its value and what is
+Each `NEARDUP_*` variable is read here and nowhere else (but NEARDUP_CACHE_DIR, which the core's
+stoplists module reads and this one checks), and checked when `Settings` is built: a value of the
+wrong type or outside its range raises `SettingError` naming the variable, its value and what is
 allowed (the CLI prints it on one line and exits with 2). The core's knobs are checked by
 `CoreSettings` (their one rule), reported here under their variable's name."""
 
@@ -15,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from neardup_core.extract.stoplists import CACHE_DIR_ENV, cache_dir
 from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
 
 __all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "load"]
@@ -188,6 +190,7 @@ class Settings:
             path = getattr(self, name)
             if path and not os.path.isfile(path):
                 raise SettingError(e(name), path, "must name a readable file")
+        _check_cache_dir()
         self.core  # noqa: B018  (the core's rules)
 
     @cached_property
@@ -228,6 +231,22 @@ class Settings:
                     "ssl.certificate.location": self.ssl_certfile, "ssl.key.location": self.ssl_keyfile}
         conf.update({k: v for k, v in optional.items() if v})
         return conf
+
+
+def _check_cache_dir() -> None:
+    """NEARDUP_CACHE_DIR, when set, must be a directory or a path where one can be made: a file, or a
+    path under one, can never hold the cache. The stoplists module reads the variable itself (every
+    extraction process and a program embedding the core need it without these settings) and keeps its
+    rule: a directory it cannot write to only means the index is built in memory."""
+    if not os.environ.get(CACHE_DIR_ENV):
+        return  # the default location; the stoplists cache falls back to memory if it is unusable
+    path = cache_dir()
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                raise SettingError(CACHE_DIR_ENV, str(path), "must be a directory or a path where one can be "
+                                   f"created; {existing} is not a directory")
+            return
 
 
 _ENV_NAMES: dict[str, str] = {f.name: f.metadata["env"] for f in fields(Settings)}

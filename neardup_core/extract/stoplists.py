@@ -126,10 +126,13 @@ def declared_language(html: str) -> str | None:
 INDEX_FORMAT = 1
 
 
+CACHE_DIR_ENV = "NEARDUP_CACHE_DIR"
+
+
 def cache_dir() -> Path:
     """Where neardup keeps files it can rebuild: ``$NEARDUP_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/neardup``, else ``~/.cache/neardup``."""
-    explicit = os.environ.get("NEARDUP_CACHE_DIR")
+    ``$XDG_CACHE_HOME/neardup``, else ``~/.cache/neardup`` (streams/settings.py checks the variable)."""
+    explicit = os.environ.get(CACHE_DIR_ENV)
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

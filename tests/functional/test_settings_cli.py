@@ -45,3 +45,16 @@ def test_worker_with_an_invalid_setting_exits_2_before_it_asks_the_broker(tmp_pa
     result = run(["worker"], {"NEARDUP_BATCH_MAX": "-1", "NEARDUP_BROKER": "127.0.0.1:9"}, tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == "neardup: invalid setting NEARDUP_BATCH_MAX=-1: must be an integer from 1 to 100000"
+
+
+def test_scan_with_a_cache_dir_that_is_a_file_exits_2_with_one_clear_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(EVENT)
+    out = tmp_path / "out.jsonl"
+    result = run(["scan", str(src), "--state", str(tmp_path / "state"), "--out", str(out), "--no-progress"],
+                 {"NEARDUP_CACHE_DIR": str(src)}, tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"neardup: invalid setting NEARDUP_CACHE_DIR={src}: must be a "
+                                                   "directory"), result.stderr
+    assert not out.exists() and not (tmp_path / "state").exists()

@@ -148,3 +148,28 @@ def test_the_readme_table_lists_every_variable_with_its_default() -> None:
             assert float(cell.strip("`")) == value, f"README default of {name}: {cell}, code: {value}"
         elif isinstance(value, str) and value and cell.startswith("`"):
             assert cell.strip("`") == value, f"README default of {name}: {cell}, code: {value}"
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_cache_dir_that_can_never_be_a_directory_is_refused(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    value = str(blocker if where == "a file" else blocker / "cache")
+    monkeypatch.setenv("NEARDUP_CACHE_DIR", value)
+    with pytest.raises(SettingError) as caught:
+        load()
+    assert caught.value.name == "NEARDUP_CACHE_DIR"
+    assert str(caught.value).startswith(f"NEARDUP_CACHE_DIR={value}: must be a directory")
+
+
+@pytest.mark.parametrize("where", ["a directory", "not there yet", "a symlink to a directory"])
+def test_a_cache_dir_that_is_or_can_become_a_directory_is_accepted_and_not_created(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "dir")
+    path = {"a directory": tmp_path / "dir", "not there yet": tmp_path / "new" / "cache",
+            "a symlink to a directory": tmp_path / "link"}[where]
+    monkeypatch.setenv("NEARDUP_CACHE_DIR", str(path))
+    load()
+    assert not (tmp_path / "new").exists()  # checking it writes nothing; the stoplists cache creates it when it saves
