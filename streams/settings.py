@@ -19,7 +19,7 @@ from typing import Any
 from neardup_core.extract.stoplists import CACHE_DIR_ENV, cache_dir
 from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
 
-__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "load"]
+__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "is_set", "load"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -255,6 +255,12 @@ _ENV_NAMES: dict[str, str] = {f.name: f.metadata["env"] for f in fields(Settings
 def env_name(field_name: str) -> str:
     """The environment variable a field of `Settings` is read from (`NEARDUP_...`)."""
     return _ENV_NAMES[field_name]
+
+
+def is_set(field_name: str) -> bool:
+    """Whether the variable of `field_name` is set to a non-blank value rather than left to its default
+    (`neardup demo` starts a local broker only when NEARDUP_BROKER is not set)."""
+    return _raw(env_name(field_name)) is not None
 
 
 def load() -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from streams.devcluster import (
     start_broker,
     stop_broker,
 )
-from streams.settings import Settings
+from streams.settings import Settings, is_set
 
 
 def start_local_kafka(workdir: Path, console: Console) -> str:
@@ -46,7 +45,7 @@ def start_local_kafka(workdir: Path, console: Console) -> str:
 def run_demo(base: Settings, *, keep: bool = False) -> int:
     console = Console(width=None if sys.stdout.isatty() else 200)
     workdir = Path(tempfile.mkdtemp(prefix="neardup-demo-"))
-    started_broker = not os.environ.get("NEARDUP_BROKER")
+    started_broker = not is_set("broker")  # the user's broker when NEARDUP_BROKER is set (and valid: `base`)
     broker = start_local_kafka(workdir / "kafka", console) if started_broker else base.broker
     run = f"demo{int(time.time())}{uuid.uuid4().hex[:4]}"
     # the worker runs with the user's NEARDUP_* settings, from the user's working directory

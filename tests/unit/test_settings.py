@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from neardup_core.settings import CoreSettings, SettingError
-from streams.settings import Settings, env_name, load
+from streams.settings import Settings, env_name, is_set, load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,3 +173,35 @@ def test_a_cache_dir_that_is_or_can_become_a_directory_is_accepted_and_not_creat
     monkeypatch.setenv("NEARDUP_CACHE_DIR", str(path))
     load()
     assert not (tmp_path / "new").exists()  # checking it writes nothing; the stoplists cache creates it when it saves
+
+
+_READS_ENV = re.compile(r"""(?:environ\.get|getenv)\(\s*["'](NEARDUP_[A-Z_]+)|environ\[\s*["'](NEARDUP_[A-Z_]+)"""
+                        r"""|["'](NEARDUP_[A-Z_]+)["']\s+(?:not\s+)?in\s+os\.environ""")
+# the one variable read elsewhere: every extraction process (and a program embedding the core) needs it
+# without streams' settings; streams/settings.py checks it
+_READ_ELSEWHERE = {("NEARDUP_CACHE_DIR", "neardup_core/extract/stoplists.py")}
+
+
+def test_the_settings_of_the_readme_table_are_read_from_the_environment_only_by_the_settings_module() -> None:
+    """Every NEARDUP_* variable of the settings table is read (and so checked) in streams/settings.py,
+    not straight from os.environ elsewhere, where an invalid value would get past the checks."""
+    documented = set(_readme_settings())
+    readers = []
+    for path in sorted([*(ROOT / "neardup_core").rglob("*.py"), *(ROOT / "streams").rglob("*.py")]):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == "streams/settings.py":
+            continue
+        for match in _READS_ENV.finditer(path.read_text()):
+            name = next(group for group in match.groups() if group)
+            if name in documented and (name, relative) not in _READ_ELSEWHERE:
+                readers.append(f"{relative} reads {name}")
+    assert readers == []
+
+
+def test_is_set_tells_a_variable_set_from_one_left_to_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not is_set("broker")
+    for blank in ("", "  "):
+        monkeypatch.setenv("NEARDUP_BROKER", blank)
+        assert not is_set("broker")
+    monkeypatch.setenv("NEARDUP_BROKER", "kafka1:9092")
+    assert is_set("broker") and load().broker == "kafka1:9092"
