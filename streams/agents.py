@@ -270,10 +270,13 @@ class Agents:
         async for event in stream.events():
             probes = records.decode_probes(event.message.value)
             started = time.perf_counter()
-            view = Overlay(PartitionView(self.tables.index, event.message.partition))
-            horizon = self._expire_index(view, probes)
-            answers, revisions = probe_batch(view, probes, self.core.design, self.core.k, horizon)
-            view.commit()  # the sweep's deletes and the probes' writes: one changelog record
+            partition_view = PartitionView(self.tables.index, event.message.partition)
+            # with a retention, the sweep's deletes and the probes' writes go in one changelog record
+            view = Overlay(partition_view) if self.core.retention is not None else None
+            horizon = self._expire_index(view, probes) if view is not None else None
+            answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon)
+            if view is not None:
+                view.commit()
             elapsed = time.perf_counter() - started
             for _ in probes:
                 metrics.PROBE_SECONDS.observe(elapsed / len(probes))
