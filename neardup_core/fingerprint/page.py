@@ -86,13 +86,23 @@ def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFA
         main = extract(html)
     except ExtractError as exc:
         raise EventError(f"cannot extract main text: {exc}", stage="extract") from None
-    if main.skip_reason:  # what jusText kept is template, and the page holds nothing else
-        return skipped(main.skip_reason, main)
-    if not main.text.strip():
-        return skipped("no main text", main)
+    reason = skip_reason(main)
+    if reason is not None:
+        return skipped(reason, main)
     text_digest, simhash, signature = text_fingerprints(main.text, settings)
     return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash,
                  minhash=signature), main
+
+
+def skip_reason(main: Extraction) -> str | None:
+    """Why a page extracted as `main` is skipped rather than deduplicated on its main text (what
+    jusText kept is template and the page holds nothing else, or there is no main text); None when
+    it is deduplicated. The one rule for it: `fingerprint` and `html_fingerprints` both ask here."""
+    if main.skip_reason:
+        return main.skip_reason
+    if not main.text.strip():
+        return "no main text"
+    return None
 
 
 def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
@@ -121,11 +131,9 @@ def _digest_and_features(main_text: str, settings: CoreSettings) -> tuple[str, F
 
 
 def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:
-    """(text digest, SimHash) of an HTML page's main text; (None, None) when it has none."""
-    main = extract(html)
-    if not main.text.strip():
-        return None, None
-    return text_fingerprint(main.text, settings)
+    """(text digest, SimHash) of `html_fingerprints`: (None, None) when the page would be skipped."""
+    digest, simhash, _ = html_fingerprints(html, settings)
+    return digest, simhash
 
 
 def html_fingerprints(html: str, settings: CoreSettings = DEFAULT_SETTINGS
@@ -133,6 +141,6 @@ def html_fingerprints(html: str, settings: CoreSettings = DEFAULT_SETTINGS
     """(text digest, SimHash, MinHash signature) of an HTML page's main text, as `fingerprint` makes
     them; (None, None, None) when the page would be skipped (no main text, or only template text)."""
     main = extract(html)
-    if main.skip_reason or not main.text.strip():
+    if skip_reason(main) is not None:
         return None, None, None
     return text_fingerprints(main.text, settings)

@@ -12,7 +12,7 @@ from lxml import etree
 from neardup_core.extract.main_text import extract
 from neardup_core.extract.template import template_role, text_role
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import fingerprint_event, html_fingerprint
+from neardup_core.fingerprint.page import fingerprint_event, html_fingerprint, html_fingerprints
 
 SIDEBAR = ("<div class='widget HTML' id='HTML18'><h2>The Style Scout app</h2><p>To download the app, go to "
            "the web site from your phone and tap on the button to add it to your home screen. It is the "
@@ -139,3 +139,18 @@ def test_roles_of_elements() -> None:
     assert text_role(by_id["a"]) is False  # camel case: article, body
     assert text_role(by_id["f"]) is True
     assert text_role(by_id["n"]) is False  # inherited from the main wrapper
+
+
+def test_the_scoring_helpers_fingerprint_a_page_as_scan_does() -> None:
+    """`html_fingerprints` (and `html_fingerprint`, its first two) score pairs in the tests, `tune` and the
+    benchmarks: on each page the template check touches they give what `fingerprint_event` gives scan."""
+    pages = [photo_post("In the pink"), short_paragraph_article(FRANCE), short_paragraph_article(JAPAN),
+             page("<p>   </p>")]
+    for n, html in enumerate(pages):
+        event = orjson.dumps({"url": f"https://blog.example/p/{n}", "status": 200, "content_type": "text/html",
+                              "body": html, "fetched_at": 1_600_000_000_000})
+        fetch = fingerprint_event(event)
+        assert isinstance(fetch, Fetch)
+        assert html_fingerprints(html) == (fetch.text_sha256, fetch.simhash, fetch.minhash)
+        assert html_fingerprint(html) == (fetch.text_sha256, fetch.simhash)
+        assert (fetch.skip_reason is None) == (fetch.text_sha256 is not None) == (n in (1, 2))
