@@ -5,9 +5,11 @@
     neardup.gather --gather--> dedup.decisions, neardup.hosts (by host) --hosts--> frontier.host-signals
 
 Records between the agents carry batches (`streams.records`): the fingerprint agent takes up to
-`batch_max` events at a time, and every later step sends what it has for one partition in one
-record. So a page costs about the same number of Kafka records whatever the number of tables.
-Each stateful agent applies a record's state changes with one write (`Overlay` over a
+`batch_max` events at a time, and every later step takes the records that arrive within
+`hop_wait_s` together (the step before sent one per partition at once) and sends what they cause
+for one partition in one record. So a page costs about the same number of Kafka records whatever
+the number of tables, and a batch does not fan out into partitions x partitions records. Each
+stateful agent applies a take's state changes with one write per partition (`Overlay` over a
 `PartitionView`, committed as one changelog record by `streams.stores`).
 
 `Agents` holds what the bodies share: the app's topics and tables, the core settings, and the
@@ -26,6 +28,8 @@ import asyncio
 import functools
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast
 
@@ -41,6 +45,7 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
+from neardup_core.messages import HostSignal
 from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
@@ -95,7 +100,8 @@ class Agents:
     """One method per agent and timer of the worker."""
 
     def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2) -> None:
+                 extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2,
+                 hop_wait_s: float = 0.05) -> None:
         self.topics = topics
         self.tables = tables
         self.core = core
@@ -103,6 +109,7 @@ class Agents:
         self.extract_processes = extract_processes
         self.batch_max = batch_max
         self.batch_wait_s = batch_wait_s
+        self.hop_wait_s = hop_wait_s
         self.rule = Gather(core)
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
@@ -150,15 +157,25 @@ class Agents:
 
     async def gather(self, stream: StreamT[bytes]) -> None:
         """Per URL: start probe rounds, merge answers and revisions, decide overdue pages on ticks,
-        publish decisions; a record's state changes are written at once."""
-        async for event in stream.events():
-            await self._gather_record(event.message.partition, records.decode_gather(event.message.value))
+        publish decisions. The records that arrive within `hop_wait_s` are taken together: each
+        partition's state changes are written at once, and what they cause goes out as one record
+        per destination partition."""
+        async for events in self._takes(stream):
+            probes: list[Probe] = []
+            published: list[Published] = []
+            for partition, group in by_partition(events).items():
+                messages = [m for event in group for m in records.decode_gather(event.message.value or b"")]
+                with reading(stream, group):
+                    new, decided = self._gather_partition(partition, messages)
+                probes += new
+                published += decided
+            await self._send_probes(probes)
+            await self._publish(published)
 
-    async def _gather_record(self, partition: int, messages: list[GatherMessage]) -> None:
-        """1. Apply each message to its URL's state (loaded once per record), collecting the probes
-        of new rounds and the decisions to publish; ticks decide the overdue pages.
-        2. Save every state touched and move its pending key when its deadline changed, as one write.
-        3. Send the probes (one record per index partition), the decisions and the host changes."""
+    def _gather_partition(self, partition: int, messages: list[GatherMessage]) -> tuple[list[Probe], list[Published]]:
+        """1. Apply each message to its URL's state (loaded once), collecting the probes of new
+        rounds and the decisions to publish; ticks decide the overdue pages.
+        2. Save every state touched and move its pending key when its deadline changed, as one write."""
         view = Overlay(PartitionView(self.tables.urls, partition))
         states = UrlStates(view, self.core.retention)
         self._expire_urls(states, messages)
@@ -198,13 +215,16 @@ class Agents:
                 if after is not None:
                     view.put(pending_key(after, url), b"")
         view.commit()
-        by_partition: dict[int, list[Probe]] = defaultdict(list)  # 3.
+        return probes, published
+
+    async def _send_probes(self, probes: list[Probe]) -> None:
+        """One probes record per index partition."""
+        by_partition: dict[int, list[Probe]] = defaultdict(list)
         for probe in probes:
             by_partition[self.partition_of(probe.lo)].append(probe)
         for index_partition, batch in sorted(by_partition.items()):
             await self.topics.probes.send(force=True, key=None, value=records.encode_probes(batch),
                                           partition=index_partition)
-        await self._publish(published)
 
     def _expire_urls(self, states: UrlStates, messages: list[GatherMessage]) -> None:
         """With a retention: move the partition's clock by the record's fetches and remove the URL
@@ -265,43 +285,80 @@ class Agents:
     # -- neardup.probes ----------------------------------------------------------------------------
 
     async def index(self, stream: StreamT[bytes]) -> None:
-        """Per bucket: look up and insert a record's probes with one write, answer the pages and
-        revise the worse pages found, one gather record per partition."""
-        async for event in stream.events():
-            probes = records.decode_probes(event.message.value)
-            started = time.perf_counter()
-            partition_view = PartitionView(self.tables.index, event.message.partition)
-            # with a retention, the sweep's deletes and the probes' writes go in one changelog record
-            view = Overlay(partition_view) if self.core.retention is not None else None
-            horizon = self._expire_index(view, probes) if view is not None else None
-            answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon)
-            if view is not None:
-                view.commit()
-            elapsed = time.perf_counter() - started
-            for _ in probes:
-                metrics.PROBE_SECONDS.observe(elapsed / len(probes))
-            metrics.PROBES.inc(len(probes))
+        """Per bucket: look up and insert the probes of the records taken together, with one write
+        per partition; answer the pages and revise the worse pages found, one gather record per
+        destination partition."""
+        async for events in self._takes(stream):
             out: dict[int, list[GatherMessage]] = defaultdict(list)
-            messages: list[Answer | Revision] = [*answers, *revisions]
-            for message in messages:
-                out[self.partition_of(url_identity(message.url).encode())].append(message)
+            for partition, group in by_partition(events).items():
+                probes = [p for event in group for p in records.decode_probes(event.message.value or b"")]
+                with reading(stream, group):
+                    messages = self._index_partition(partition, probes)
+                for message in messages:
+                    out[self.partition_of(url_identity(message.url).encode())].append(message)
             await self._send_gather(out)
+
+    def _index_partition(self, partition: int, probes: list[Probe]) -> list[Answer | Revision]:
+        started = time.perf_counter()
+        partition_view = PartitionView(self.tables.index, partition)
+        # with a retention, the sweep's deletes and the probes' writes go in one changelog record
+        view = Overlay(partition_view) if self.core.retention is not None else None
+        horizon = self._expire_index(view, probes) if view is not None else None
+        answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon)
+        if view is not None:
+            view.commit()
+        elapsed = time.perf_counter() - started
+        for _ in probes:
+            metrics.PROBE_SECONDS.observe(elapsed / len(probes))
+        metrics.PROBES.inc(len(probes))
+        return [*answers, *revisions]
 
     # -- neardup.hosts -----------------------------------------------------------------------------
 
     async def hosts(self, stream: StreamT[bytes]) -> None:
         """Per host: move pages between counts, emit a signal when a penalty crosses a threshold or a
-        window closes, and on a tick for hosts with unsignalled changes; a record's changes are written
-        at once. The record's offset is its position for the tracker: a record seen again (after a
-        crash) changes nothing and sends its hosts' last signals again (`HostTracker.apply`)."""
-        async for event in stream.events():
-            msg = event.message
-            view = Overlay(PartitionView(self.tables.hosts, msg.partition))
-            tracker = HostTracker(view, self.core.host_policy)
-            items = records.decode_hosts(msg.value)
-            changes = [item for item in items if not isinstance(item, int)]
-            signals = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
-            status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, signals)  # reads the overlay
-            view.commit()
+        window closes, and on a tick for hosts with unsignalled changes; each partition's changes of
+        the records taken together are written at once. A record's offset is its position for the
+        tracker: a record seen again (after a crash) changes nothing and sends its hosts' last signals
+        again (`HostTracker.apply`)."""
+        async for events in self._takes(stream):
+            signals: list[HostSignal] = []
+            for partition, group in by_partition(events).items():
+                view = Overlay(PartitionView(self.tables.hosts, partition))
+                tracker = HostTracker(view, self.core.host_policy)
+                with reading(stream, group):
+                    for event in group:
+                        msg = event.message
+                        changes = [item for item in records.decode_hosts(msg.value or b"") if not isinstance(item, int)]
+                        sent = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
+                        status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, sent)  # reads the overlay
+                        signals += sent
+                    view.commit()
             for signal in signals:
                 await self.topics.signals.send(force=True, key=signal.host.encode(), value=signal.to_json())
+
+    def _takes(self, stream: StreamT[bytes]) -> AsyncIterator[Sequence[EventT]]:
+        """The records of an internal topic that arrive within `hop_wait_s` (at most `batch_max`):
+        a step sends one record per partition at once, so the next step takes them as one batch."""
+        return cast(Stream, stream).take_events(self.batch_max, within=self.hop_wait_s)  # StreamT lacks it
+
+
+def by_partition(events: Sequence[EventT]) -> dict[int, list[EventT]]:
+    """Each partition's events, in the order they were read (offset order)."""
+    grouped: dict[int, list[EventT]] = defaultdict(list)
+    for event in events:
+        grouped[event.message.partition].append(event)
+    return grouped
+
+
+@contextmanager
+def reading(stream: StreamT[bytes], group: Sequence[EventT]) -> Iterator[None]:
+    """Table reads and writes inside go to the partition of `group` (one partition's events of a
+    take): Faust's tables find the partition through the stream's current event, which a take does
+    not set while its events are handled."""
+    stream_ = cast(Stream, stream)
+    stream_._set_current_event(group[-1])
+    try:
+        yield
+    finally:
+        stream_._set_current_event(None)

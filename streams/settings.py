@@ -130,6 +130,9 @@ class Settings:
     one record per partition, so larger batches cost fewer Kafka records per page."""
     batch_wait_s: float = _env("NEARDUP_BATCH_WAIT_S", 0.2, _float)
     """How long a batch of fetched pages waits to fill before it goes (latency against records per page)."""
+    hop_wait_s: float = _env("NEARDUP_HOP_WAIT_S", 0.05, _float)
+    """How long the later steps (gather, index, hosts) collect the records that arrive together: a
+    step sends one record per partition at once, and the next step takes them as one batch."""
     extract_processes: int = _env("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1, _int)
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
     session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
@@ -172,6 +175,7 @@ class Settings:
         check_float(e("tick_interval_s"), self.tick_interval_s, 0.0, 3600.0, low_open=True)
         check_int(e("batch_max"), self.batch_max, 1, 100_000)
         check_float(e("batch_wait_s"), self.batch_wait_s, 0.0, 60.0, low_open=True)
+        check_float(e("hop_wait_s"), self.hop_wait_s, 0.0, 60.0, low_open=True)
         check_int(e("extract_processes"), self.extract_processes, 0, 256)
         # Kafka brokers' defaults: group.min.session.timeout.ms 6 s, group.max.session.timeout.ms 30 min
         check_float(e("session_timeout_s"), self.session_timeout_s, 6.0, 1800.0)
