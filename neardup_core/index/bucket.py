@@ -280,6 +280,17 @@ def _members(store: Store, group: bytes, items: list[tuple[bytes, bytes]]) -> li
     return out
 
 
+def group_members(store: Store, group: bytes) -> list[PageVersion]:
+    """The pages of every entry of a group (not only its summary's)."""
+    out = []
+    for key, _ in store.scan(*group_range(group)):
+        if len(key) == len(group) + VERSION_ID_BYTES:
+            raw = store.get(version_record_key(key[len(group):]))
+            if raw is not None:
+                out.append(decode_page(raw))
+    return out
+
+
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                  records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None
                  ) -> tuple[Answer, list[Revision]]:
@@ -295,8 +306,8 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
        are written.
 
     With a retention (`horizon_ms`, `index/expiry.py`), versions first fetched before the horizon
-    are treated as gone before the sweep removes them: they match nothing, and a stored record that
-    old is replaced by the page's (a body fetched again after its version expired is a new version);
+    are treated as gone before the sweep removes them: they match nothing (a group whose summary
+    names one is read from all its entries), and a stored record that old is replaced by the page's (a body fetched again after its version expired is a new version);
     each record written gets its expiry key.
     """
     page = probe.page
@@ -316,13 +327,16 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
 
     for group, items in _candidate_groups(store, probe, k):  # 1.
         members = _members(store, group, items)
+        if horizon_ms is not None and any(m.fetched_at_ms < horizon_ms for m in members):
+            # expired, not swept yet: as if gone. A summary that names one may hide the members it
+            # dominated, so the group's summary is taken from all its live entries, as the sweep will
+            horizon = horizon_ms
+            members = summary_of([m for m in group_members(store, group) if m.fetched_at_ms >= horizon])
         if group == probe.group:
             own_members = members
         open_to_revision = {m.version_id for m in undominated(members)} if members else set()
         for other in members:
             if other.version_id == vid or other.identity == page.identity:
-                continue
-            if horizon_ms is not None and other.fetched_at_ms < horizon_ms:
                 continue
             found = match_of(page, other, k, lsh)
             if found is None:

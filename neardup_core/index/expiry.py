@@ -24,15 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import islice
 
-from neardup_core.dedup.version import PageVersion
-from neardup_core.index.bucket import decode_page, decode_summary, encode_summary, probes_for, summary_of
-from neardup_core.index.keys import (
-    VERSION_ID_BYTES,
-    expired_range,
-    expiry_of_key,
-    group_range,
-    version_record_key,
+from neardup_core.index.bucket import (
+    decode_page,
+    decode_summary,
+    encode_summary,
+    group_members,
+    probes_for,
+    summary_of,
 )
+from neardup_core.index.keys import expired_range, expiry_of_key, version_record_key
 from neardup_core.index.tables import TableDesign
 from neardup_core.store.base import Store
 
@@ -73,13 +73,7 @@ def _drop_from_summary(store: Store, group: bytes, vid: bytes) -> None:
     raw = store.get(group)
     if raw is None or all(m.version_id != vid for m in decode_summary(raw)):
         return
-    members: list[PageVersion] = []
-    for key, _ in store.scan(*group_range(group)):
-        if len(key) != len(group) + VERSION_ID_BYTES:
-            continue  # the summary itself
-        record = store.get(version_record_key(key[len(group):]))
-        if record is not None:
-            members.append(decode_page(record))
+    members = group_members(store, group)
     if len(members) >= 2:
         store.put(group, encode_summary(summary_of(members)))
     else:
