@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import idna
+
 
 def host_of(url: str) -> str:
     """The host key of a URL: lower-cased hostname, no port, no trailing dot ("" when there is none)."""
@@ -78,11 +80,13 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def url_identity(url: str) -> str:
     """The URL's identity: the normal form that does not change the resource it names (DESIGN, the
-    decision rule). Scheme and host lower-cased, the scheme's default port (80 for http, 443 for
-    https) and an empty port dropped, an empty path written as "/", the fragment dropped; nothing
-    else changes (userinfo, path case, query order and percent-encoding are kept). So
-    `http://example.com` and `http://Example.com:80/` are one URL. Idempotent. A string without
-    `scheme://authority` loses only its fragment."""
+    decision rule). Scheme and host lower-cased, an internationalised host in its punycode form
+    (`identity_host`), the scheme's default port (80 for http, 443 for https) and an empty port
+    dropped, an empty path written as "/", the fragment dropped; nothing else changes (userinfo, path
+    case, query order and percent-encoding are kept). So `http://example.com` and
+    `http://Example.com:80/` are one URL, and so are `http://bücher.example/` and
+    `http://xn--bcher-kva.example/`. Idempotent. A string without `scheme://authority` loses only its
+    fragment."""
     head = url.partition("#")[0]
     scheme, colon, rest = head.partition(":")
     if not colon or not scheme or not rest.startswith("//"):
@@ -108,4 +112,19 @@ def url_identity(url: str) -> str:
         after = ""
     if not tail.startswith("/"):
         tail = "/" + tail
-    return f"{scheme}://{userinfo}{at_sign}{host.lower()}{after}{tail}"
+    return f"{scheme}://{userinfo}{at_sign}{identity_host(host)}{after}{tail}"
+
+
+def identity_host(host: str) -> str:
+    """A host as `url_identity` writes it: lower-cased; a host with non-ASCII characters converted to
+    its ASCII (punycode) form by IDNA 2008 with the UTS 46 mapping, as browsers resolve it (the `idna`
+    package: "BÜCHER.example" and "bücher.example" give "xn--bcher-kva.example", "straße" keeps its ß
+    where IDNA 2003 made it "strasse"). A host that is not a valid IDN (a "_", a leading hyphen, an
+    empty or over-long label, the bidi rule) stays as lower-cased text: it names no server a browser
+    would reach, but its URL still has one identity."""
+    if host.isascii():
+        return host.lower()
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except UnicodeError:  # idna.IDNAError and its kinds
+        return host.lower()
