@@ -56,6 +56,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCAL_KAFKA = ROOT / "deploy" / "local-kafka"
 READY_LINE = "Kafka Server started"
 """What the broker logs once it serves; `.ci/run` and the tests' summary show this line."""
+VERSION_LINE = "Kafka version: "
+"""The broker's version line in its log (Kafka's AppInfoParser, 3.x and 4.x alike), shown with it."""
 BALANCED_TOPICS = ("pages.fetched", "neardup.gather", "neardup.probes")
 """The topics whose partitions a settled group holds between its workers."""
 BOOTSTRAP = re.compile(r"127\.0\.0\.1:\d+")
@@ -158,12 +160,12 @@ class Broker:
             return None
 
     def started_lines(self) -> list[str]:
-        """The broker log's "Kafka Server started" lines (empty when there is no log)."""
+        """The broker log's "Kafka version: ..." and "Kafka Server started" lines (empty when there is no log)."""
         try:
             text = self.log.read_text(errors="replace") if self.log else ""
         except OSError:
             return []
-        return [line for line in text.splitlines() if READY_LINE in line]
+        return [line for line in text.splitlines() if READY_LINE in line or VERSION_LINE in line]
 
 
 def _local_kafka(*args: str) -> list[str]:
