@@ -28,7 +28,7 @@ from faust.stores.rocksdb import Store as RocksDBStore
 from faust.streams import current_event
 from faust.types import EventT, TableT
 
-from neardup_core.store.rocks import add_prefix_filters, range_items, write_batch
+from neardup_core.store.rocks import add_prefix_filters, compact_deletes, range_items, write_batch
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
@@ -51,15 +51,19 @@ def decode_write_set(raw: bytes) -> list[tuple[bytes, bytes | None]]:
 
 
 class PrefixRocksOptions(RocksDBOptions):
-    """Faust's RocksDB options plus prefix Bloom filters (`neardup_core.store.rocks.add_prefix_filters`)."""
+    """Faust's RocksDB options plus compaction of files that are mostly deletes (the retention's,
+    `neardup_core.store.rocks.compact_deletes`) and, with `prefix_bytes`, prefix Bloom filters
+    (`neardup_core.store.rocks.add_prefix_filters`)."""
 
-    def __init__(self, prefix_bytes: int, **kwargs: Any) -> None:
+    def __init__(self, prefix_bytes: int | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prefix_bytes = prefix_bytes
 
     def as_options(self) -> Any:
         opts = super().as_options()
-        add_prefix_filters(opts, self.prefix_bytes, self.block_cache_size)
+        compact_deletes(opts)
+        if self.prefix_bytes:
+            add_prefix_filters(opts, self.prefix_bytes, self.block_cache_size)
         return opts
 
 
@@ -71,7 +75,7 @@ class PrefixRocksStore(RocksDBStore):
         super().__init__(*args, **kwargs)
         base = self.rocksdb_options
         self.prefix_bytes: int | None = base.extra_options.get("prefix_bytes")
-        if self.prefix_bytes:
+        if not isinstance(base, PrefixRocksOptions):
             self.rocksdb_options = PrefixRocksOptions(
                 self.prefix_bytes, max_open_files=base.max_open_files, write_buffer_size=base.write_buffer_size,
                 max_write_buffer_number=base.max_write_buffer_number,

@@ -16,6 +16,8 @@ from rocksdict import BlockBasedOptions, Cache, Options, Rdict, ReadOptions, Sli
 # Block cache per RocksDB directory; Faust's default for its tables is 2 GiB.
 DEFAULT_CACHE_BYTES = 64 << 20
 BLOOM_BITS_PER_KEY = 10
+DELETES_WINDOW, DELETES_TRIGGER, DELETES_RATIO = 128, 64, 0.5
+"""A file with 64 deletes in some 128 consecutive entries, or half of its entries deletes, is compacted."""
 
 
 def range_items(db: Rdict, lo: bytes, hi: bytes, *, same_prefix: bool = False) -> Iterator[tuple[bytes, bytes]]:
@@ -55,10 +57,17 @@ def add_prefix_filters(opts: Options, prefix_bytes: int, cache_bytes: int = DEFA
     opts.set_memtable_prefix_bloom_ratio(0.1)
 
 
+def compact_deletes(opts: Options) -> None:
+    """Mark a file for compaction when it is mostly deletes (the retention's sweep: `dedup/retention.py`),
+    so their tombstones and the data they delete leave the disk without waiting for the level's size."""
+    opts.add_compact_on_deletion_collector_factory(DELETES_WINDOW, DELETES_TRIGGER, DELETES_RATIO)
+
+
 def rocks_options(prefix_bytes: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.increase_parallelism(2)
+    compact_deletes(opts)
     if prefix_bytes:
         add_prefix_filters(opts, prefix_bytes, cache_bytes)
     return opts
