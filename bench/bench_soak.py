@@ -75,6 +75,7 @@ def tables(result: SoakResult, args: argparse.Namespace) -> list[Table]:
     overall.add("G2 problems (decisions against the oracle)", len(result.g2_problems))
     overall.add("delivery errors", len(result.delivery_errors))
     overall.add("decision records", result.decisions)
+    overall.add("the soak's decisions reader assigned again (stopped fetching)", result.follower_reassigned)
     overall.add("time to recover, kills (s): min / median / max", mmm(kill_recoveries))
     overall.add("time to recover, all disturbances (s): min / median / max", mmm(recoveries))
     overall.add("disturbances not recovered before the next", sum(r is None for r in result.recoveries()))

@@ -66,11 +66,10 @@ from streams.devcluster import (
 )
 from tests.integration.checks import LSH, K, fetches_of, verdicts
 
-LOG = logging.getLogger("soak.librdkafka")
-"""The soak's clients' librdkafka log: a broker outage makes a line per reconnect attempt, and the soak's
-own lines say what happened, so they go nowhere (not to standard error, nor to pytest's captured log)."""
+LOG = logging.getLogger("soak.clients")
+"""The soak's clients' librdkafka log and the follower's notes: a broker outage makes a line per reconnect
+attempt, so they go to `soak-clients.log` in the cluster's workdir, not to standard error or pytest's log."""
 LOG.propagate = False
-LOG.addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
@@ -156,6 +155,8 @@ class SoakResult:
     publish_s: float
     drain_s: float
     worker_counters: dict[str, float] = field(default_factory=dict)
+    follower_reassigned: int = 0
+    """How often the soak's own decisions reader had to be assigned again (see `DecisionFollower`)."""
 
     @property
     def kills(self) -> list[Disturbance]:
@@ -228,30 +229,68 @@ class DecisionFollower(threading.Thread):
         self.first_complete: dict[bytes, float] = {}
         self.stop = threading.Event()
         self.failure: BaseException | None = None
+        self.reassigned = 0
+
+    STUCK_S = 15.0
+    """With nothing read for this long while a partition has records past its position, the follower
+    assigns itself again from where it is (it saw a client stop fetching after a broker restart)."""
 
     def run(self) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
         try:
-            consumer = Consumer({**self.cluster.settings.confluent_config(), "group.id": f"soak-{uuid.uuid4()}",
-                                 "enable.auto.commit": False, "fetch.wait.max.ms": 100, "logger": LOG})
             name = self.cluster.topic("dedup.decisions")
-            meta = consumer.list_topics(name, timeout=30).topics[name]
-            consumer.assign([TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions])
+
+            def consumer_at(offsets: dict[int, int]) -> Any:
+                consumer = Consumer({**self.cluster.settings.confluent_config(),
+                                     "group.id": f"soak-{uuid.uuid4()}", "enable.auto.commit": False,
+                                     "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "logger": LOG})
+                consumer.assign([TopicPartition(name, p, o) for p, o in sorted(offsets.items())])
+                return consumer
+
+            probe = Consumer({**self.cluster.settings.confluent_config(), "group.id": f"soak-{uuid.uuid4()}",
+                              "logger": LOG})
+            meta = probe.list_topics(name, timeout=30).topics[name]
+            position = {p: OFFSET_BEGINNING for p in meta.partitions}
+            consumer = consumer_at(position)
+            last_read = checked = time.monotonic()
             try:
                 while not self.stop.is_set():
                     for msg in consumer.consume(1000, timeout=0.5):
-                        value = msg.value()
-                        if msg.error() is not None or value is None:
-                            continue  # end of partition, or the broker away: librdkafka reconnects
+                        error, value = msg.error(), msg.value()
+                        if error is not None:
+                            if error.code() != KafkaError._PARTITION_EOF:
+                                LOG.warning("follower: %s", error)
+                            continue
+                        if value is None:
+                            continue
+                        position[msg.partition() or 0] = (msg.offset() or 0) + 1
+                        last_read = time.monotonic()
                         decision = orjson.loads(value)
                         key, ts = msg.key() or b"", msg.timestamp()[1] / 1000
                         with self.lock:
                             self.decisions.append(decision)
                             if decision["complete"] and key not in self.first_complete:
                                 self.first_complete[key] = ts
+                    now = time.monotonic()
+                    if now - last_read >= self.STUCK_S and now - checked >= self.STUCK_S:
+                        checked = now
+                        behind = {}
+                        for p, at in position.items():
+                            with contextlib.suppress(Exception):  # the broker away: try again later
+                                high = probe.get_watermark_offsets(TopicPartition(name, p), timeout=5,
+                                                                   cached=False)[1]
+                                if high > max(at, 0):
+                                    behind[p] = (at, high)
+                        if behind:
+                            self.reassigned += 1
+                            LOG.warning("follower: nothing read for %.0f s with records behind %s: assigned again",
+                                        now - last_read, behind)
+                            consumer.close()
+                            consumer = consumer_at(position)
             finally:
                 consumer.close()
+                probe.close()
         except BaseException as exc:
             self.failure = exc
 
@@ -297,6 +336,11 @@ class Soak:
         self.follower = DecisionFollower(cluster)
         self.disturbances: list[Disturbance] = []
         self.t0 = time.time()
+        cluster.workdir.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(cluster.workdir / "soak-clients.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        LOG.handlers[:] = [handler]
+        LOG.setLevel(logging.INFO)
 
     def log(self, msg: str) -> None:
         self.say(f"[soak {time.time() - self.t0:6.1f} s] {msg}")
@@ -420,6 +464,8 @@ class Soak:
         finally:
             self.follower.stop.set()
             self.follower.join(timeout=30)
+            for handler in LOG.handlers:
+                handler.close()
 
     def finish(self, start: float, publish_s: float) -> SoakResult:
         plan = self.plan
@@ -454,7 +500,8 @@ class Soak:
         return SoakResult(plan, delivered, list(self.publisher.errors), self.disturbances,
                           [dec - p for p, dec in pages if dec is not None], lost, problems, len(decisions),
                           publish_s, drain_s,
-                          {k: v for k, v in counters.items() if k.split("{", 1)[0] in shown})
+                          {k: v for k, v in counters.items() if k.split("{", 1)[0] in shown},
+                          self.follower.reassigned)
 
 
 def summary(result: SoakResult) -> list[str]:
@@ -469,7 +516,8 @@ def summary(result: SoakResult) -> list[str]:
              f"kills {len(kills)} {by_signal}, restarts {len(kills)}, broker restarts "
              f"{sum(1 for d in result.disturbances if d.kind == 'broker')}",
              f"decisions lost {len(result.lost)}, G2 problems {len(result.g2_problems)}, "
-             f"delivery errors {len(result.delivery_errors)}"]
+             f"delivery errors {len(result.delivery_errors)}, the soak's reader assigned again "
+             f"{result.follower_reassigned} times"]
     if rec:
         lines.append(f"recovery (s): min {min(rec):.1f} median {statistics.median(rec):.1f} max {max(rec):.1f}"
                      f"; not recovered before the next {sum(r is None for r in result.recoveries())}")
