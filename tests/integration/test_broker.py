@@ -9,6 +9,8 @@ single-node settings Faust needs.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import time
 from collections import defaultdict
@@ -234,3 +236,27 @@ def test_local_kafka_start_on_a_running_dir_reports_it(kafka_broker: Broker) -> 
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines()[-1] == kafka_broker.bootstrap
         assert "running" in result.stderr
+
+
+def test_the_local_broker_runs_the_version_asked_for(kafka_broker: Broker) -> None:
+    """NEARDUP_KAFKA_VERSION (unset: the script's default) reaches the JVM: Kafka's own version line says
+    so, and asking the running broker's dir for another version is refused rather than answered by it."""
+    if not kafka_broker.local:
+        pytest.skip("needs the broker started by deploy/local-kafka")
+    default = re.search(r'^DEFAULT_VERSION = "(.+)"$', LOCAL_KAFKA.read_text(), re.MULTILINE)
+    assert default is not None
+    wanted = os.environ.get("NEARDUP_KAFKA_VERSION") or default.group(1)
+    assert f"Kafka version: {wanted} " in "\n".join(kafka_broker.started_lines())
+
+    other = "4.1.1" if wanted.startswith("3.") else "3.9.2"
+    result = subprocess.run([str(LOCAL_KAFKA), "start", "--dir", str(kafka_broker.dir), "--version", other],
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and f"Kafka {wanted} is already running" in result.stderr, result.stderr
+
+
+def test_local_kafka_refuses_a_version_it_cannot_run() -> None:
+    for bad in ("2.8.1", "5.0.0", "4.1", "latest"):
+        result = subprocess.run([str(LOCAL_KAFKA), "fetch", "--version", bad],
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, (bad, result.stderr)
+        assert f"Kafka version {bad!r}: expected a 3.x.y or 4.x.y release" in result.stderr
