@@ -307,8 +307,9 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
 
     With a retention (`horizon_ms`, `index/expiry.py`), versions first fetched before the horizon
     are treated as gone before the sweep removes them: they match nothing (a group whose summary
-    names one is read from all its entries), and a stored record that old is replaced by the page's (a body fetched again after its version expired is a new version);
-    each record written gets its expiry key.
+    names one is read from all its entries), and a stored record that old is replaced by the page's
+    (a body fetched again after its version expired is a new version); each record written gets its
+    expiry key.
     """
     page = probe.page
     vid = page.version_id
