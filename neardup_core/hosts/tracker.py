@@ -1,11 +1,17 @@
 """Host statistics and learned URL rules kept in a `Store`: what `scan` and the hosts agent share.
 
 Keys: `c|host` the cumulative `HostState`, `w|host|window start` a window's, `r|host` the host's
-`RuleState`, `l|host` the host's last signal (and the input position that sent it), `d|host` for each
-host with changes no signal carried yet (`settle` reads them). A caller that may see an input again
+`RuleState`, `u|host|URL identity` the URL's latest decision counted, `l|host` the host's last signal
+(and the input position that sent it), `d|host` for each host with changes no signal carried yet
+(`settle` reads them). A caller that may see an input again
 (the stream, after a crash) passes each input's position (its offset in its partition): then `o|`
 holds the last position applied and `x|position|host` names the hosts whose last signal that input
 sent. The agent runs one tracker per partition of its table; `scan` one in all.
+
+Counts are those of each URL's latest decision, whatever came before: a decision moves its URL out
+of the counts of the decision stored for it (`u|`), not of the one its message says it replaces. So a
+decision delivered twice counts once, and one whose first delivery was lost (the gather agent sends a
+replayed URL's last decision again, as a change from itself) still counts.
 
 Lost sends. A worker applies an input's changes (one write) and then sends its signals; killed in
 between, its state says the signals were sent while the broker never got them, and its input offset
@@ -31,13 +37,19 @@ from neardup_core.hosts.statistics import (
     emit,
     observe,
     settle,
+    supersedes,
 )
 from neardup_core.hosts.url_rules import RuleState, learn, rules_for
+from neardup_core.hosts.urls import url_identity
 from neardup_core.messages import Decision, HostSignal
 from neardup_core.store.base import Store
 from neardup_core.store.memory import MemoryStore
 
 APPLIED = b"o|"
+
+
+def _url_key(host: str, url: str) -> bytes:
+    return f"u|{host}|{url_identity(url)}".encode()
 
 
 def _sent_key(position: int, host: str) -> bytes:
@@ -73,15 +85,25 @@ class HostTracker:
         raw = self._load(f"r|{host}".encode())
         return RuleState.from_bytes(raw) if raw is not None else None
 
+    def decision(self, url: str, host: str) -> Decision | None:
+        """The URL's latest decision counted for its host."""
+        raw = self._load(_url_key(host, url))
+        return Decision.from_json(raw) if raw is not None else None
+
     def last_signal(self, host: str) -> HostSignal | None:
         """The last signal the host sent (what a frontier that got every send has as its last)."""
         raw = self._load(f"l|{host}".encode())
         return HostSignal(**orjson.loads(raw)["signal"]) if raw is not None else None
 
-    def observe(self, decision: Decision, previous: Decision | None, position: int | None = None
+    def observe(self, decision: Decision, previous: Decision | None = None, position: int | None = None
                 ) -> list[HostSignal]:
-        """Count one published decision; the signals to send."""
+        """Count one published decision; the signals to send. `previous`, the decision it replaces as
+        its sender knew it, is not needed: the URL's latest decision counted is (`decision`)."""
         host = decision.host
+        previous = self.decision(decision.url, host)
+        if previous is not None and not supersedes(previous, decision):
+            return []
+        self.store.put(_url_key(host, decision.url), decision.to_json())
         before = self.rules(host)
         rule_state = learn(before, previous, decision)
         self.store.put(f"r|{host}".encode(), rule_state.to_bytes())

@@ -164,3 +164,35 @@ def feed_in_order(tracker: HostTracker, decisions: list[Decision]) -> list[HostS
         out += tracker.observe(d, latest.get(d.url))
         latest[d.url] = d
     return out
+
+
+def test_host_changes_travel_in_records_under_the_cap_in_order() -> None:
+    """A gather record read again after a crash re-publishes thousands of decisions: one hosts record
+    of them all would pass the producer's request size and crash the gather agent, losing them."""
+    from streams import records
+
+    changes = [(decision(f"/p{i}", at="2026-11-03T08:00:00Z"), decision(f"/p{i}", at="2026-11-03T08:00:00Z"))
+               for i in range(3000)]
+    encoded = list(records.encode_host_changes_capped(changes, max_bytes=records.HOSTS_RECORD_BYTES))
+    assert len(encoded) > 1 and all(len(raw) < 2 * records.HOSTS_RECORD_BYTES for raw in encoded)
+    assert [c for raw in encoded for c in records.decode_host_changes(raw)] == changes
+    assert list(records.encode_host_changes_capped([])) == []
+
+
+def test_counts_follow_each_urls_latest_decision_whatever_its_message_says_it_replaces() -> None:
+    """The gather agent, reading its input again after a crash, sends a URL's last decision again as a
+    change from itself; when the first send was lost with the worker, it must still count."""
+    first = decision("/events", at="2026-11-03T08:00:00Z")
+    copy = decision("/events?sid=1", "exact_duplicate", "/events", at="2026-11-03T08:01:00Z")
+    revised = decision("/events?sid=1", "unique", at="2026-11-03T08:01:00Z", revision=2)
+    tracker = HostTracker.open(None)
+    tracker.observe(first, None)
+    tracker.observe(copy, copy)  # its first send, (copy, None), never arrived
+    tracker.observe(copy, copy)  # and a duplicate delivery
+    state = tracker.host(HOST)
+    assert state is not None and (state.pages, state.same_host_duplicates) == (2, 1)
+    tracker.observe(revised, None)  # the message's idea of the previous decision is not needed
+    tracker.observe(copy, None)  # stale: an older revision changes nothing
+    state = tracker.host(HOST)
+    assert state is not None and (state.pages, state.same_host_duplicates) == (2, 0)
+    assert tracker.decision(copy.url, HOST) == revised
