@@ -256,8 +256,11 @@ class Agents:
         return horizon
 
     async def _publish(self, published: list[Published]) -> None:
+        """The decisions, and their host changes in records of at most `records.HOSTS_RECORD_BYTES`
+        per host partition. A record read again re-publishes a URL's decision once per message about
+        it (thousands after a crash): equal ones go out once."""
         changes: dict[int, list[HostChange]] = defaultdict(list)
-        for d, before in published:
+        for d, before in dict.fromkeys(published):
             metrics.DECISIONS.labels(d.verdict).inc()
             if d.revision > 1:
                 metrics.REVISIONS.inc()
@@ -269,8 +272,8 @@ class Agents:
             await self.topics.decisions.send(force=True, key=url_identity(d.url).encode(), value=d.to_json())
             changes[self.partition_of(d.host.encode())].append((d, before))
         for partition, batch in sorted(changes.items()):
-            await self.topics.hosts.send(force=True, key=None, value=records.encode_host_changes(batch),
-                                         partition=partition)
+            for value in records.encode_host_changes_capped(batch):
+                await self.topics.hosts.send(force=True, key=None, value=value, partition=partition)
 
     async def send_ticks(self) -> None:
         """Timer of the leader: a tick to every gather partition, processed there in order with the

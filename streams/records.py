@@ -18,7 +18,7 @@ format-2 record is a format-3 record without them, so format 2 is still read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgpack
@@ -95,6 +95,28 @@ def decode_probes(raw: bytes) -> list[Probe]:
 
 def encode_host_changes(changes: Iterable[HostChange]) -> bytes:
     return _pack([VERSION, [[d.to_json(), before.to_json() if before else None] for d, before in changes]])
+
+
+HOSTS_RECORD_BYTES = 256 * 1024
+"""A hosts record holds changes of at most about this many bytes: a gather record read again after a
+crash re-publishes many decisions, and one record over the producer's request size (1 MiB) would
+crash the agent and lose them."""
+
+
+def encode_host_changes_capped(changes: Iterable[HostChange], max_bytes: int = HOSTS_RECORD_BYTES) -> Iterator[bytes]:
+    """The changes in order, as records of at most `max_bytes` of decisions each (one change at least)."""
+    chunk: list[list[bytes | None]] = []
+    size = 0
+    for d, before in changes:
+        item = [d.to_json(), before.to_json() if before else None]
+        weight = len(item[0] or b"") + len(item[1] or b"")
+        if chunk and size + weight > max_bytes:
+            yield _pack([VERSION, chunk])
+            chunk, size = [], 0
+        chunk.append(item)
+        size += weight
+    if chunk:
+        yield _pack([VERSION, chunk])
 
 
 def encode_host_tick(now_ms: int) -> bytes:
