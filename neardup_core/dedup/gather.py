@@ -117,8 +117,10 @@ class UrlStates:
 
     With a `retention` and a `horizon_ms` (the caller sets it from the store's clock before each
     step, `neardup_core/dedup/retention.py`), `load` leaves out the versions first fetched before
-    the horizon, `save` keeps each state's expiry key (`url_expiry_key` of its latest fetch) in step,
-    and `expire` removes the states last fetched before the horizon."""
+    the horizon, `save` writes each state's expiry key (`url_expiry_key` of its latest fetch), and
+    `expire` removes the states last fetched before the horizon. A version still waiting for answers
+    is neither left out nor expired with its state: a fetch already older than the window when it
+    arrives still gets its decision (in the stream its answers come in later records)."""
 
     def __init__(self, store: Store, retention: Retention | None = None) -> None:
         self.store = store
@@ -130,7 +132,8 @@ class UrlStates:
         state = UrlState.from_bytes(self.store.get(key.encode()))
         if self.retention is not None and self.horizon_ms is not None:
             horizon = self.horizon_ms
-            state.versions = {v: s for v, s in state.versions.items() if s.fetch.fetched_at_ms >= horizon}
+            state.versions = {v: s for v, s in state.versions.items()
+                              if s.fetch.fetched_at_ms >= horizon or not s.complete}
         return state
 
     def save(self, url: str, state: UrlState) -> None:
@@ -140,10 +143,9 @@ class UrlStates:
             if state.is_empty():  # an answer or a revision for a URL whose state expired: nothing to keep
                 return
             state.seen_ms = max(state.seen_ms, *(v.last_fetch_ms for v in state.versions.values()), 0)
-            if state.seen_ms != before:
-                if before:
-                    self.store.delete(url_expiry_key(before, key))
-                self.store.put(url_expiry_key(state.seen_ms, key), b"")
+            if before and state.seen_ms != before:
+                self.store.delete(url_expiry_key(before, key))
+            self.store.put(url_expiry_key(state.seen_ms, key), b"")  # again: `expire` may have taken it
         self.store.put(key.encode(), state.to_bytes())
 
     def expire(self, limit: int) -> list[tuple[str, UrlState]]:
@@ -159,6 +161,8 @@ class UrlStates:
             state = UrlState.from_bytes(raw)
             if raw is None or state.seen_ms != int.from_bytes(key[1:9], "big"):
                 continue  # a key left behind by a state saved since (its own key is later)
+            if not all(v.complete for v in state.versions.values()):
+                continue  # answers still to come: the save they cause writes the key again
             self.store.delete(identity.encode())
             removed.append((identity, state))
         return removed

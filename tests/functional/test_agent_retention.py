@@ -24,6 +24,7 @@ from tests.functional.test_agents import PARTITIONS, agents_of, article, in_memo
 
 OLD = "2026-11-01T08:00:00Z"
 NEW = "2026-11-05T08:00:00Z"  # four days later; the window is one day
+LATE_URL = "https://late.example/story"
 
 
 def urls_in_every_partition(prefix: str) -> list[str]:
@@ -61,6 +62,8 @@ def test_expired_versions_and_url_states_leave_the_tables_through_their_changelo
         await kafka.run()
         for url in new_urls:
             publish(kafka, article(url, fetched_at=NEW))
+        await kafka.run()
+        publish(kafka, article(LATE_URL, fetched_at=OLD))  # older than the window when it arrives
         await kafka.run()
         tables = agents_of(kafka).tables
         live = {name: {key for p in range(PARTITIONS) for key, _ in replayed(kafka, topic(kafka, name))[p].items()
@@ -104,5 +107,8 @@ def test_expired_versions_and_url_states_leave_the_tables_through_their_changelo
     # the new pages were decided as if the old copies never existed: the best of them is unique
     assert all(decided[u]["duplicate_of"] in (None, *new_urls) for u in new_urls)
     assert sorted(decided[u]["verdict"] for u in new_urls) == ["exact_duplicate"] * (len(new_urls) - 1) + ["unique"]
+    # a fetch older than the window when it arrives still gets its decision (its answers come later)
+    late = decided[LATE_URL]
+    assert (late["verdict"], late["complete"]) == ("exact_duplicate", True) and late["duplicate_of"] in new_urls
     expired_after = metrics.REGISTRY.get_sample_value("neardup_expired_total", {"kind": "version"}) or 0.0
     assert expired_after - expired_before >= len(old_versions)

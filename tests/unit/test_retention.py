@@ -10,11 +10,11 @@ import random
 import pytest
 
 from neardup_core.dedup.engine import Engine
-from neardup_core.dedup.gather import UrlState
+from neardup_core.dedup.gather import Gather, UrlState, UrlStates
 from neardup_core.dedup.retention import FUTURE_SLACK_MS, URL_CLOCK, URL_EXPIRY, read_clock
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import decode_page, decode_summary, summary_of
+from neardup_core.index.bucket import Answer, decode_page, decode_summary, summary_of
 from neardup_core.index.keys import EXPIRY_HEADER, VERSION_ID_BYTES, VERSION_RECORD, group_of_key
 from neardup_core.settings import CoreSettings, SettingError
 from neardup_core.store.memory import MemoryStore
@@ -177,6 +177,28 @@ def test_a_url_state_keeps_its_decision_while_its_expired_versions_go() -> None:
     # fetched again: a new version, probed again, the decision's revision goes on growing
     out = e.decide(Fetch(url, "a.example", T0 + 11_000, 0.0, "a" * 64, "b" * 64, 1), now_ms=NOW)
     assert [d.revision for d, _ in out] == [3]
+
+
+def test_a_fetch_older_than_the_window_gets_its_decision_when_its_answers_come_later() -> None:
+    """The stream's order: the fetch in one record, its answers in later ones, sweeps in between."""
+    core = CoreSettings(k=K, minhash=False, retention_ms=W)
+    rule, store = Gather(core), MemoryStore()
+    states = UrlStates(store, core.retention)
+    states.horizon_ms = T0 + 50_000  # the clock is far past this fetch
+    late = Fetch("https://a.example/old", "a.example", T0, 0.0, "a" * 64, "b" * 64, 0xFFFF)
+    state = states.load(late.url)
+    probes, published = rule.on_fetch(state, late, NOW)
+    assert probes and not published
+    states.save(late.url, state)
+    assert states.expire(10) == []  # waiting for answers: kept
+    state = states.load(late.url)
+    for probe in probes:
+        published += rule.on_answer(state, Answer(late.url, probe.page.version_id, late.fetched_at_ms,
+                                                  (probe.table,), None), NOW)
+    assert [(d.verdict, d.complete) for d, _ in published] == [("unique", True)]
+    states.save(late.url, state)
+    assert [identity for identity, _ in states.expire(10)] == [url_identity(late.url)]  # then forgotten
+    assert store.get(url_identity(late.url).encode()) is None
 
 
 @pytest.mark.parametrize("value", ["-1", "x", "36601", "nan"])
