@@ -19,8 +19,8 @@ from tests.integration.checks import WORKER_ENV
 from tests.reliability.soak import Soak, SoakPlan, summary
 
 PLAN = SoakPlan(disturbances=3, broker_turn=1, interval_s=(20.0, 30.0), rate=4.0, scale=10)
-"""About 4 minutes on CI's 2 cores, and 800-1,000 pages: the oracle is O(n^2). Longer on a busy machine,
-hence the timeout."""
+"""3.5 minutes and about 640 pages on 2 cores (the oracle is O(n^2)); 7-9 minutes on a busy machine, hence
+the timeout."""
 
 pytestmark = pytest.mark.timeout(1500)
 
