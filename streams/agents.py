@@ -307,7 +307,9 @@ class Agents:
         # with a retention, the sweep's deletes and the probes' writes go in one changelog record
         view = Overlay(partition_view) if self.core.retention is not None else None
         horizon = self._expire_index(view, probes) if view is not None else None
-        answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon)
+        window = self.core.retention.window_ms if self.core.retention is not None else None
+        answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon,
+                                         window)
         if view is not None:
             view.commit()
         elapsed = time.perf_counter() - started

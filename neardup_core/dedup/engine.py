@@ -77,7 +77,9 @@ class Engine:
         state = state_of(fetch.url)
         probes, out = self.gather.on_fetch(state, fetch, now)
         if probes:
-            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k, horizon)
+            retention = self.settings.retention
+            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k, horizon,
+                                             retention.window_ms if retention is not None else None)
             for answer in answers:
                 out += self.gather.on_answer(state, answer, now)
             for revision in revisions:

@@ -292,8 +292,8 @@ def group_members(store: Store, group: bytes) -> list[PageVersion]:
 
 
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
-                 records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None
-                 ) -> tuple[Answer, list[Revision]]:
+                 records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None,
+                 window_ms: int | None = None) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
 
     1. Every group that can match: its best better-ranked member of another URL is a candidate
@@ -307,9 +307,10 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
 
     With a retention (`horizon_ms`, `index/expiry.py`), versions first fetched before the horizon
     are treated as gone before the sweep removes them: they match nothing (a group whose summary
-    names one is read from all its entries), and a stored record that old is replaced by the page's
-    (a body fetched again after its version expired is a new version); each record written gets its
-    expiry key.
+    names one is read from all its entries), and a stored record that old, or older than the page
+    by more than the window (`window_ms`: the URL's state let it go, while this partition's clock
+    lags), is replaced by the page's (a body fetched again after its version expired is a new
+    version); each record written gets its expiry key.
     """
     page = probe.page
     vid = page.version_id
@@ -362,7 +363,9 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     if kept is None:
         stored = store.get(record_key)
         kept = decode_page(stored) if stored is not None else None
-    expired = horizon_ms is not None and kept is not None and kept.fetched_at_ms < horizon_ms
+    expired = horizon_ms is not None and kept is not None and (
+        kept.fetched_at_ms < horizon_ms
+        or (window_ms is not None and kept.fetched_at_ms < page.fetched_at_ms - window_ms))
     if kept is None or kept.fetched_at_ms > page.fetched_at_ms or expired:
         if horizon_ms is not None:
             if kept is not None:
@@ -383,16 +386,17 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best), list(revisions.values())
 
 
-def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None
-                ) -> tuple[list[Answer], list[Revision]]:
+def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
+                window_ms: int | None = None) -> tuple[list[Answer], list[Revision]]:
     """Apply probes in order with one write to the store: one answer per page version and round
-    (its tables together), and every revision they cause; `horizon_ms` as for `probe_bucket`."""
+    (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
+    `probe_bucket`."""
     overlay = Overlay(store)
     answers: dict[tuple[bytes, int], Answer] = {}
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     for probe in probes:
-        answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms)
+        answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms)
         key = (answer.version_id, answer.round_ms)
         if key in answers:
             seen = answers[key]

@@ -14,8 +14,15 @@ from neardup_core.dedup.gather import Gather, UrlState, UrlStates
 from neardup_core.dedup.retention import FUTURE_SLACK_MS, URL_CLOCK, URL_EXPIRY, read_clock
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, decode_page, decode_summary, summary_of
-from neardup_core.index.keys import EXPIRY_HEADER, VERSION_ID_BYTES, VERSION_RECORD, group_of_key
+from neardup_core.index.bucket import Answer, decode_page, decode_summary, probe_batch, probes_for, summary_of
+from neardup_core.index.keys import (
+    EXPIRY_HEADER,
+    VERSION_ID_BYTES,
+    VERSION_RECORD,
+    expiry_key,
+    group_of_key,
+    version_record_key,
+)
 from neardup_core.settings import CoreSettings, SettingError
 from neardup_core.store.memory import MemoryStore
 from neardup_core.testing.oracle import oracle_from_fetches
@@ -199,6 +206,26 @@ def test_a_fetch_older_than_the_window_gets_its_decision_when_its_answers_come_l
     states.save(late.url, state)
     assert [identity for identity, _ in states.expire(10)] == [url_identity(late.url)]  # then forgotten
     assert store.get(url_identity(late.url).encode()) is None
+
+
+def test_a_body_fetched_again_after_its_version_expired_replaces_a_record_a_lagging_partition_still_holds() -> None:
+    """A worker's index partition whose clock lags may still hold the record the URL's state let go;
+    the probe of the new version (first fetched more than the window later) replaces it."""
+    design = CoreSettings(k=K, minhash=False).design
+    first = Fetch("https://a.example/x", "a.example", T0, 0.0, "a" * 64, "b" * 64, 0xFFFF).version
+    assert first is not None
+    store = MemoryStore()
+    probe_batch(store, probes_for(design, first), design, K, T0 - W, W)
+    again = first.with_fetched_at(T0 + W + 1)
+    probe_batch(store, probes_for(design, again), design, K, T0 - 1, W)  # this partition's horizon: not past T0
+    record = store.get(version_record_key(first.version_id))
+    assert record is not None and decode_page(record).fetched_at_ms == T0 + W + 1
+    assert store.get(expiry_key(T0, first.version_id)) is None
+    assert store.get(expiry_key(T0 + W + 1, first.version_id)) == b""
+    # within the window, the earliest fetch wins as always
+    probe_batch(store, probes_for(design, first.with_fetched_at(T0 + W)), design, K, T0 - 1, W)
+    record = store.get(version_record_key(first.version_id))
+    assert record is not None and decode_page(record).fetched_at_ms == T0 + W
 
 
 @pytest.mark.parametrize("value", ["-1", "x", "36601", "nan"])
