@@ -150,8 +150,8 @@ class Agents:
 
     async def _send_gather(self, by_partition: dict[int, list[GatherMessage]]) -> None:
         for partition, messages in sorted(by_partition.items()):
-            await self.topics.gather.send(force=True, key=None, value=records.encode_gather(messages),
-                                          partition=partition)
+            for value in records.gather_records(messages):
+                await self.topics.gather.send(force=True, key=None, value=value, partition=partition)
 
     # -- neardup.gather ----------------------------------------------------------------------------
 
@@ -218,13 +218,13 @@ class Agents:
         return probes, published
 
     async def _send_probes(self, probes: list[Probe]) -> None:
-        """One probes record per index partition."""
+        """One probes record per index partition (more when they hold over `records.RECORD_BYTES`)."""
         by_partition: dict[int, list[Probe]] = defaultdict(list)
         for probe in probes:
             by_partition[self.partition_of(probe.lo)].append(probe)
         for index_partition, batch in sorted(by_partition.items()):
-            await self.topics.probes.send(force=True, key=None, value=records.encode_probes(batch),
-                                          partition=index_partition)
+            for value in records.probe_records(batch):
+                await self.topics.probes.send(force=True, key=None, value=value, partition=index_partition)
 
     def _expire_urls(self, states: UrlStates, messages: list[GatherMessage]) -> None:
         """With a retention: move the partition's clock by the record's fetches and remove the URL
@@ -256,7 +256,7 @@ class Agents:
         return horizon
 
     async def _publish(self, published: list[Published]) -> None:
-        """The decisions, and their host changes in records of at most `records.HOSTS_RECORD_BYTES`
+        """The decisions, and their host changes in records of at most about `records.RECORD_BYTES`
         per host partition. A record read again re-publishes a URL's decision once per message about
         it (thousands after a crash): equal ones go out once."""
         changes: dict[int, list[HostChange]] = defaultdict(list)

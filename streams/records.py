@@ -65,8 +65,42 @@ def _gather_item(message: GatherMessage) -> list[Any]:
     return [TICK, int(message)]
 
 
+RECORD_BYTES = 256 * 1024
+"""A record a step sends holds items of at most about this many bytes: a take of many records (or a
+gather record read again after a crash, which re-publishes many decisions) can cause more than the
+producer's request size (1 MiB) for one partition, and a record over it would crash the agent."""
+
+
+def _records(items: Iterable[Any], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """`[VERSION, items]` records in order, each of at most about `max_bytes` of packed items (one item
+    at least); each item is packed once and the record framed around the packed items."""
+    packer = msgpack.Packer(use_bin_type=True)
+    chunk: list[bytes] = []
+    size = 0
+    for item in items:
+        packed = packer.pack(item)
+        if chunk and size + len(packed) > max_bytes:
+            yield _frame(packer, chunk)
+            chunk, size = [], 0
+        chunk.append(packed)
+        size += len(packed)
+    if chunk:
+        yield _frame(packer, chunk)
+
+
+def _frame(packer: msgpack.Packer, packed_items: list[bytes]) -> bytes:
+    """What `_pack([VERSION, items])` gives, from the items already packed."""
+    return (packer.pack_array_header(2) + packer.pack(VERSION) + packer.pack_array_header(len(packed_items))
+            + b"".join(packed_items))
+
+
 def encode_gather(messages: Iterable[GatherMessage]) -> bytes:
     return _pack([VERSION, [_gather_item(m) for m in messages]])
+
+
+def gather_records(messages: Iterable[GatherMessage], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """The messages in order, as gather records of at most about `max_bytes` each."""
+    return _records((_gather_item(m) for m in messages), max_bytes)
 
 
 def decode_gather(raw: bytes) -> list[GatherMessage]:
@@ -89,6 +123,11 @@ def encode_probes(probes: Iterable[Probe]) -> bytes:
     return _pack([VERSION, [p.to_list() for p in probes]])
 
 
+def probe_records(probes: Iterable[Probe], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """The probes in order, as probes records of at most about `max_bytes` each."""
+    return _records((p.to_list() for p in probes), max_bytes)
+
+
 def decode_probes(raw: bytes) -> list[Probe]:
     return [Probe.from_list(p) for p in _body(raw, "probes")]
 
@@ -97,26 +136,9 @@ def encode_host_changes(changes: Iterable[HostChange]) -> bytes:
     return _pack([VERSION, [[d.to_json(), before.to_json() if before else None] for d, before in changes]])
 
 
-HOSTS_RECORD_BYTES = 256 * 1024
-"""A hosts record holds changes of at most about this many bytes: a gather record read again after a
-crash re-publishes many decisions, and one record over the producer's request size (1 MiB) would
-crash the agent and lose them."""
-
-
-def encode_host_changes_capped(changes: Iterable[HostChange], max_bytes: int = HOSTS_RECORD_BYTES) -> Iterator[bytes]:
-    """The changes in order, as records of at most `max_bytes` of decisions each (one change at least)."""
-    chunk: list[list[bytes | None]] = []
-    size = 0
-    for d, before in changes:
-        item = [d.to_json(), before.to_json() if before else None]
-        weight = len(item[0] or b"") + len(item[1] or b"")
-        if chunk and size + weight > max_bytes:
-            yield _pack([VERSION, chunk])
-            chunk, size = [], 0
-        chunk.append(item)
-        size += weight
-    if chunk:
-        yield _pack([VERSION, chunk])
+def encode_host_changes_capped(changes: Iterable[HostChange], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """The changes in order, as hosts records of at most about `max_bytes` each (one change at least)."""
+    return _records(([d.to_json(), before.to_json() if before else None] for d, before in changes), max_bytes)
 
 
 def encode_host_tick(now_ms: int) -> bytes:

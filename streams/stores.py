@@ -37,6 +37,10 @@ STORE_URL = "neardup-rocks://local"
 BATCH_PREFIX = b"\x00neardup-batch\x00"
 
 
+WRITE_SET_BYTES = 256 * 1024
+"""A changelog record carries writes of at most about this many bytes of keys and values."""
+
+
 def batch_key() -> bytes:
     """A key no other batch has: 16 random bytes."""
     return BATCH_PREFIX + os.urandom(16)
@@ -162,8 +166,21 @@ class PartitionView:
         del self.table[key]
 
     def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Every item as one changelog record (the table's store must be a `PrefixRocksStore`)."""
-        self.table[batch_key()] = encode_write_set(items)
+        """The items as changelog records of at most about `WRITE_SET_BYTES` each, in order (the
+        table's store must be a `PrefixRocksStore`): a take's writes to one partition can be more than
+        the producer's request size (1 MiB), and a changelog record over it would crash the agent.
+        A crash between two of them leaves the first applied, which a replay of the input redoes."""
+        chunk: list[tuple[bytes, bytes | None]] = []
+        size = 0
+        for key, value in items:
+            weight = len(key) + len(value or b"")
+            if chunk and size + weight > WRITE_SET_BYTES:
+                self.table[batch_key()] = encode_write_set(chunk)
+                chunk, size = [], 0
+            chunk.append((key, value))
+            size += weight
+        if chunk:
+            self.table[batch_key()] = encode_write_set(chunk)
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         return scan_partition(self.table, self.partition, lo, hi)

@@ -173,8 +173,8 @@ def test_host_changes_travel_in_records_under_the_cap_in_order() -> None:
 
     changes = [(decision(f"/p{i}", at="2026-11-03T08:00:00Z"), decision(f"/p{i}", at="2026-11-03T08:00:00Z"))
                for i in range(3000)]
-    encoded = list(records.encode_host_changes_capped(changes, max_bytes=records.HOSTS_RECORD_BYTES))
-    assert len(encoded) > 1 and all(len(raw) < 2 * records.HOSTS_RECORD_BYTES for raw in encoded)
+    encoded = list(records.encode_host_changes_capped(changes, max_bytes=records.RECORD_BYTES))
+    assert len(encoded) > 1 and all(len(raw) < 2 * records.RECORD_BYTES for raw in encoded)
     assert [c for raw in encoded for c in records.decode_host_changes(raw)] == changes
     assert list(records.encode_host_changes_capped([])) == []
 
