@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -62,8 +63,9 @@ def scan(data: Path, state: Path, out: Path, retention_days: float | None) -> fl
     return time.perf_counter() - started
 
 
-def keys_of(store: RocksStore) -> int:
-    it = store._db.iter()
+def keys_of(db: Rdict) -> int:
+    """The live keys of an open RocksDB."""
+    it = db.iter()
     it.seek_to_first()
     n = 0
     while it.valid():
@@ -72,44 +74,48 @@ def keys_of(store: RocksStore) -> int:
     return n
 
 
-def measure(state: Path, scratch: Path) -> tuple[int, int, int]:
-    """(SST bytes after a full compaction of a copy, bytes as left without info logs, live keys)."""
-    as_left = sum(p.stat().st_size for p in state.rglob("*") if p.is_file() and not p.name.startswith("LOG"))
+def compacted_keys(db: Rdict) -> int:
+    """Flush and fully compact an open RocksDB; its live keys."""
+    db.flush()
+    db.compact_range(None, None)
+    return keys_of(db)
+
+
+def measure_copy(src: Path, scratch: Path, compact: Callable[[Path], int]) -> tuple[int, int, int]:
+    """(SST bytes after `compact` of a copy, bytes as left without info logs, live keys): `compact`
+    flushes and compacts every RocksDB of the copy and returns their live keys."""
+    as_left = sum(p.stat().st_size for p in src.rglob("*") if p.is_file() and not p.name.startswith("LOG"))
     copy = scratch / "copy"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(state, copy)
-    keys = 0
-    for name, prefix in (("index", CoreSettings().design.prefix_bytes), ("urls", None)):
-        store = RocksStore(copy / name, prefix_bytes=prefix)
-        store.flush()
-        store._db.compact_range(None, None)
-        keys += keys_of(store)
-        store.close()
+    shutil.copytree(src, copy)
+    keys = compact(copy)
     compacted = sum(p.stat().st_size for p in copy.rglob("*.sst"))
     shutil.rmtree(copy)
     return compacted, as_left, keys
+
+
+def measure(state: Path, scratch: Path) -> tuple[int, int, int]:
+    """`measure_copy` of a scan state dir, its two stores opened as scan opens them."""
+    def compact(copy: Path) -> int:
+        keys = 0
+        for name, prefix in (("index", CoreSettings().design.prefix_bytes), ("urls", None)):
+            store = RocksStore(copy / name, prefix_bytes=prefix)
+            keys += compacted_keys(store._db)
+            store.close()
+        return keys
+    return measure_copy(state, scratch, compact)
 
 
 def measure_worker_dir(data: Path, scratch: Path) -> tuple[int, int, int]:
-    """`measure` for a stopped worker's data dir: every RocksDB in it (one per table partition)."""
-    as_left = sum(p.stat().st_size for p in data.rglob("*") if p.is_file() and not p.name.startswith("LOG"))
-    copy = scratch / "copy"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(data, copy)
-    keys = 0
-    for current in copy.rglob("CURRENT"):
-        db = Rdict(str(current.parent), options=Options(raw_mode=True))
-        db.flush()
-        db.compact_range(None, None)
-        it = db.iter()
-        it.seek_to_first()
-        while it.valid():
-            keys += 1
-            it.next()
-        db.close()
-    compacted = sum(p.stat().st_size for p in copy.rglob("*.sst"))
-    shutil.rmtree(copy)
-    return compacted, as_left, keys
+    """`measure_copy` of a stopped worker's data dir: every RocksDB in it (one per table partition)."""
+    def compact(copy: Path) -> int:
+        keys = 0
+        for current in copy.rglob("CURRENT"):
+            db = Rdict(str(current.parent), options=Options(raw_mode=True))
+            keys += compacted_keys(db)
+            db.close()
+        return keys
+    return measure_copy(data, scratch, compact)
 
 
 def changelog_bytes(broker_dir: Path, app_id: str) -> int:
