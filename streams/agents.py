@@ -42,17 +42,15 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.tracker import HostTracker
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
-from neardup_core.index.expiry import expire_versions
-from neardup_core.index.keys import INDEX_CLOCK
+from neardup_core.index.bucket import Answer, Probe
 from neardup_core.messages import HostSignal
 from neardup_core.settings import CoreSettings
-from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
 from streams import metrics, records, status
+from streams.index_process import IndexOutcome, IndexProcess, index_step
 from streams.pool import extraction_pool
 from streams.records import GatherMessage, HostChange, partition_of
-from streams.stores import PartitionView
+from streams.stores import PartitionView, PrefixRocksStore
 
 PENDING = b"\x01"  # urls table: PENDING | deadline (8 bytes) | URL for each page still waiting for answers
 
@@ -101,7 +99,7 @@ class Agents:
 
     def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
                  extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2,
-                 hop_wait_s: float = 0.05) -> None:
+                 hop_wait_s: float = 0.05, index_process: bool = True) -> None:
         self.topics = topics
         self.tables = tables
         self.core = core
@@ -111,6 +109,7 @@ class Agents:
         self.batch_wait_s = batch_wait_s
         self.hop_wait_s = hop_wait_s
         self.rule = Gather(core)
+        self.index_process = IndexProcess(core, partitions) if index_process else None
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
 
@@ -149,8 +148,13 @@ class Agents:
         await self.topics.rejected.send(force=True, key=msg.key, value=rejection.to_json())
 
     async def _send_gather(self, by_partition: dict[int, list[GatherMessage]]) -> None:
-        for partition, messages in sorted(by_partition.items()):
-            for value in records.gather_records(messages):
+        await self._send_gather_packed({partition: [records.pack_gather_message(m) for m in messages]
+                                        for partition, messages in by_partition.items()})
+
+    async def _send_gather_packed(self, by_partition: dict[int, list[bytes]]) -> None:
+        """One gather record per partition (more when they hold over `records.RECORD_BYTES`)."""
+        for partition, packed in sorted(by_partition.items()):
+            for value in records.gather_records_packed(packed):
                 await self.topics.gather.send(force=True, key=None, value=value, partition=partition)
 
     # -- neardup.gather ----------------------------------------------------------------------------
@@ -241,20 +245,6 @@ class Agents:
                 states.store.delete(pending_key(deadline, identity))
             metrics.EXPIRED.labels("url").inc()
 
-    def _expire_index(self, view: Store, probes: list[Probe]) -> int | None:
-        """With a retention: move the partition's clock by the probes' pages, remove the versions
-        first fetched before the horizon (a bounded step), and return the horizon."""
-        retention = self.core.retention
-        if retention is None:
-            return None
-        newest = max((p.page.fetched_at_ms for p in probes), default=None)
-        horizon = retention.horizon(advance_clock(view, INDEX_CLOCK, newest, now_ms()))
-        if horizon is not None:
-            swept = expire_versions(view, self.core.design, horizon, retention.sweep_max)
-            metrics.EXPIRED.labels("version").inc(swept.versions)
-            metrics.EXPIRED.labels("entry").inc(swept.entries)
-        return horizon
-
     async def _publish(self, published: list[Published]) -> None:
         """The decisions, and their host changes in records of at most about `records.RECORD_BYTES`
         per host partition. A record read again re-publishes a URL's decision once per message about
@@ -290,33 +280,50 @@ class Agents:
     async def index(self, stream: StreamT[bytes]) -> None:
         """Per bucket: look up and insert the probes of the records taken together, with one write
         per partition; answer the pages and revise the worse pages found, one gather record per
-        destination partition."""
-        async for events in self._takes(stream):
-            out: dict[int, list[GatherMessage]] = defaultdict(list)
-            for partition, group in by_partition(events).items():
-                probes = [p for event in group for p in records.decode_probes(event.message.value or b"")]
-                with reading(stream, group):
-                    messages = self._index_partition(partition, probes)
-                for message in messages:
-                    out[self.partition_of(url_identity(message.url).encode())].append(message)
-            await self._send_gather(out)
+        destination partition. The step runs in the index process (`streams.index_process`) unless
+        it is off; every partition of the take is handed over at once, and each one's writes are
+        applied as its outcome comes back."""
+        try:
+            async for events in self._takes(stream):
+                await self._index_take(stream, events)
+        finally:
+            if self.index_process is not None:
+                self.index_process.close()
 
-    def _index_partition(self, partition: int, probes: list[Probe]) -> list[Answer | Revision]:
-        started = time.perf_counter()
-        partition_view = PartitionView(self.tables.index, partition)
-        # with a retention, the sweep's deletes and the probes' writes go in one changelog record
-        view = Overlay(partition_view) if self.core.retention is not None else None
-        horizon = self._expire_index(view, probes) if view is not None else None
-        window = self.core.retention.window_ms if self.core.retention is not None else None
-        answers, revisions = probe_batch(view or partition_view, probes, self.core.design, self.core.k, horizon,
-                                         window)
-        if view is not None:
-            view.commit()
-        elapsed = time.perf_counter() - started
-        for _ in probes:
-            metrics.PROBE_SECONDS.observe(elapsed / len(probes))
-        metrics.PROBES.inc(len(probes))
-        return [*answers, *revisions]
+    async def _index_take(self, stream: StreamT[bytes], events: Sequence[EventT]) -> None:
+        groups = by_partition(events)
+        steps = [asyncio.ensure_future(self._index_step(stream, partition, group))
+                 for partition, group in groups.items()]
+        out: dict[int, list[bytes]] = defaultdict(list)
+        try:
+            for (partition, group), step in zip(groups.items(), steps, strict=True):
+                outcome = await step
+                with reading(stream, group):
+                    PartitionView(self.tables.index, partition).write_encoded(outcome.write_sets)
+                self._count_index(outcome)
+                for destination, packed in outcome.gather.items():
+                    out[destination] += packed
+        finally:
+            for step in steps:
+                step.cancel()
+        await self._send_gather_packed(out)
+
+    async def _index_step(self, stream: StreamT[bytes], partition: int, group: Sequence[EventT]) -> IndexOutcome:
+        raws = [event.message.value or b"" for event in group]
+        if self.index_process is None:
+            with reading(stream, group):
+                return index_step(PartitionView(self.tables.index, partition), raws, self.core, self.partitions,
+                                  now_ms())
+        path = cast(PrefixRocksStore, self.tables.index.data).partition_db_path(partition)
+        return await self.index_process.run(path, raws, now_ms())
+
+    def _count_index(self, outcome: IndexOutcome) -> None:
+        for _ in range(outcome.probes):
+            metrics.PROBE_SECONDS.observe(outcome.seconds / outcome.probes)
+        metrics.PROBES.inc(outcome.probes)
+        if self.core.retention is not None:
+            metrics.EXPIRED.labels("version").inc(outcome.expired_versions)
+            metrics.EXPIRED.labels("entry").inc(outcome.expired_entries)
 
     # -- neardup.hosts -----------------------------------------------------------------------------
 

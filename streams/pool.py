@@ -31,9 +31,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import Any
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PARENT_POLL_S = 1.0
@@ -58,8 +59,8 @@ def _watch_parent(parent_pid: int) -> None:
             os._exit(1)
 
 
-def _init_child(parent_pid: int) -> None:
-    """The initializer of every pool process (see the module's docstring)."""
+def _init_child(parent_pid: int, then: Callable[..., None] | None = None, args: tuple[Any, ...] = ()) -> None:
+    """The initializer of every pool process (see the module's docstring), then the pool's own."""
     for sig in DEFAULT_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     try:
@@ -71,16 +72,23 @@ def _init_child(parent_pid: int) -> None:
         os._exit(1)
     if not watched:
         threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
+    if then is not None:
+        then(*args)
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+def _context(spawn: bool) -> multiprocessing.context.BaseContext:
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") and not spawn else "spawn")
 
 
-def new_pool(processes: int) -> ProcessPoolExecutor:
-    """A process pool whose processes die with this process and stop on SIGTERM. Create it, and submit
-    to it, from the thread that lives as long as the process (the main thread)."""
-    return ProcessPoolExecutor(processes, mp_context=_context(), initializer=_init_child, initargs=(os.getpid(),))
+def new_pool(processes: int, initializer: Callable[..., None] | None = None,
+             initargs: tuple[Any, ...] = (), *, spawn: bool = False) -> ProcessPoolExecutor:
+    """A process pool whose processes die with this process and stop on SIGTERM, and then run
+    `initializer(*initargs)`. Create it, and submit to it, from the thread that lives as long as the
+    process (the main thread). `spawn` starts them as new interpreters instead of forks: a fork of
+    a process whose other threads hold locks (RocksDB's) inherits the locks held, and a child that
+    opens RocksDB can wait on them forever."""
+    return ProcessPoolExecutor(processes, mp_context=_context(spawn), initializer=_init_child,
+                               initargs=(os.getpid(), initializer, initargs))
 
 
 @contextmanager

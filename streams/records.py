@@ -75,10 +75,15 @@ def _records(items: Iterable[Any], max_bytes: int = RECORD_BYTES) -> Iterator[by
     """`[VERSION, items]` records in order, each of at most about `max_bytes` of packed items (one item
     at least); each item is packed once and the record framed around the packed items."""
     packer = msgpack.Packer(use_bin_type=True)
+    return _framed((packer.pack(item) for item in items), max_bytes)
+
+
+def _framed(packed_items: Iterable[bytes], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """`_records` of items packed already."""
+    packer = msgpack.Packer(use_bin_type=True)
     chunk: list[bytes] = []
     size = 0
-    for item in items:
-        packed = packer.pack(item)
+    for packed in packed_items:
         if chunk and size + len(packed) > max_bytes:
             yield _frame(packer, chunk)
             chunk, size = [], 0
@@ -101,6 +106,16 @@ def encode_gather(messages: Iterable[GatherMessage]) -> bytes:
 def gather_records(messages: Iterable[GatherMessage], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
     """The messages in order, as gather records of at most about `max_bytes` each."""
     return _records((_gather_item(m) for m in messages), max_bytes)
+
+
+def pack_gather_message(message: GatherMessage) -> bytes:
+    """One message as an item of a gather record, packed (`gather_records_packed` frames them)."""
+    return _pack(_gather_item(message))
+
+
+def gather_records_packed(packed: Iterable[bytes], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
+    """`gather_records` of messages packed already (`pack_gather_message`)."""
+    return _framed(packed, max_bytes)
 
 
 def decode_gather(raw: bytes) -> list[GatherMessage]:

@@ -135,6 +135,9 @@ class Settings:
     step sends one record per partition at once, and the next step takes them as one batch."""
     extract_processes: int = _env("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1, _int)
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
+    index_process: bool = _env("NEARDUP_INDEX_PROCESS", True, _bool)
+    """The index step in a process of its own, reading a replica of the index table, so that one
+    worker runs on two cores (`streams/index_process.py`); off = in the event loop."""
     session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
     """How long the group waits for a silent worker before giving its partitions to others."""
     group_instance_id: str = _env("NEARDUP_GROUP_INSTANCE_ID", "")

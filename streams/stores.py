@@ -54,6 +54,23 @@ def decode_write_set(raw: bytes) -> list[tuple[bytes, bytes | None]]:
     return [(key, value) for key, value in msgpack.unpackb(raw, raw=False)]
 
 
+def write_sets(items: Iterable[tuple[bytes, bytes | None]], max_bytes: int = WRITE_SET_BYTES) -> Iterator[bytes]:
+    """The items, in order, as encoded write sets of at most about `max_bytes` of keys and values
+    each (one item at least): a take's writes to one partition can be more than the producer's
+    request size (1 MiB), and a changelog record over it would crash the agent."""
+    chunk: list[tuple[bytes, bytes | None]] = []
+    size = 0
+    for key, value in items:
+        weight = len(key) + len(value or b"")
+        if chunk and size + weight > max_bytes:
+            yield encode_write_set(chunk)
+            chunk, size = [], 0
+        chunk.append((key, value))
+        size += weight
+    if chunk:
+        yield encode_write_set(chunk)
+
+
 class PrefixRocksOptions(RocksDBOptions):
     """Faust's RocksDB options plus compaction of files that are mostly deletes (the retention's,
     `neardup_core.store.rocks.compact_deletes`) and, with `prefix_bytes`, prefix Bloom filters
@@ -90,6 +107,15 @@ class PrefixRocksStore(RocksDBStore):
     def basename(self) -> Path:
         """The table name, as for `rocksdb://` tables (Faust reads it from the URL's path)."""
         return Path(self.table_name)
+
+    def partition_db(self, partition: int) -> Any:
+        """The partition's RocksDB (opened if it is not yet): the Rdict every write lands in."""
+        return self._db_for_partition(partition)
+
+    def partition_db_path(self, partition: int) -> str:
+        """Where the partition's RocksDB lives, opened first so that it exists (`streams.index_process`)."""
+        self._db_for_partition(partition)
+        return str(self.partition_path(partition))
 
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
@@ -150,14 +176,18 @@ def scan_partition(table: TableT[bytes, bytes], partition: int, lo: bytes, hi: b
 
 
 class PartitionView:
-    """The `neardup_core.store.base.Store` protocol over one partition of a Faust table."""
+    """The `neardup_core.store.base.Store` protocol over one partition of a Faust table. Reads go to
+    the partition's RocksDB itself: every write reaches it at once (`PrefixRocksStore._set`), and
+    Faust's table layer adds nothing to a read of one partition but its cost."""
 
     def __init__(self, table: TableT[bytes, bytes], partition: int) -> None:
         self.table = table
         self.partition = partition
+        self._db = cast(PrefixRocksStore, table.data).partition_db(partition)
 
     def get(self, key: bytes) -> bytes | None:
-        return self.table.get(key)
+        value: bytes | None = self._db.get(key)
+        return value
 
     def put(self, key: bytes, value: bytes) -> None:
         self.table[key] = value
@@ -167,20 +197,14 @@ class PartitionView:
 
     def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
         """The items as changelog records of at most about `WRITE_SET_BYTES` each, in order (the
-        table's store must be a `PrefixRocksStore`): a take's writes to one partition can be more than
-        the producer's request size (1 MiB), and a changelog record over it would crash the agent.
-        A crash between two of them leaves the first applied, which a replay of the input redoes."""
-        chunk: list[tuple[bytes, bytes | None]] = []
-        size = 0
-        for key, value in items:
-            weight = len(key) + len(value or b"")
-            if chunk and size + weight > WRITE_SET_BYTES:
-                self.table[batch_key()] = encode_write_set(chunk)
-                chunk, size = [], 0
-            chunk.append((key, value))
-            size += weight
-        if chunk:
-            self.table[batch_key()] = encode_write_set(chunk)
+        table's store must be a `PrefixRocksStore`). A crash between two of them leaves the first
+        applied, which a replay of the input redoes."""
+        self.write_encoded(write_sets(items))
+
+    def write_encoded(self, sets: Iterable[bytes]) -> None:
+        """Encoded write sets (`write_sets`), each as one changelog record, in order."""
+        for value in sets:
+            self.table[batch_key()] = value
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         return scan_partition(self.table, self.partition, lo, hi)

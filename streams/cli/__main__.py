@@ -2,4 +2,5 @@
 
 from streams.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned process (the index process) imports it
+    main()

@@ -320,9 +320,12 @@ def test_a_trap_host_gets_a_signal_with_its_penalty(tmp_path: Path) -> None:
     assert {(r["kind"], r["param"]) for r in first["url_rules"]} >= {("ignore_query_param", "sid")}
 
 
-@pytest.mark.parametrize(("seed", "minhash"), [(1, False), (2, False), (1, True), (2, True)])
+@pytest.mark.parametrize(("seed", "minhash", "index_process"),
+                         [(1, False, True), (2, False, True), (1, True, True), (2, True, True), (3, True, False)])
 def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides(tmp_path: Path, seed: int,
-                                                                                 minhash: bool) -> None:
+                                                                                 minhash: bool,
+                                                                                 index_process: bool) -> None:
+    """With the index step in its process (reading a replica) and in the event loop (the table)."""
     events, truth = generate_crawl_with_truth(seed=11)
     rng = random.Random(seed)
     sample = rng.sample(events, 70)
@@ -334,7 +337,7 @@ def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides
             await kafka.run()
         return latest(kafka)
 
-    got = in_memory(settings_for(tmp_path, minhash=minhash), scenario)
+    got = in_memory(settings_for(tmp_path, minhash=minhash, index_process=index_process), scenario)
     settings = settings_for(tmp_path, minhash=minhash)
     lsh = settings.core.design.lsh
     assert (lsh is not None) == minhash
@@ -355,13 +358,40 @@ def test_the_fingerprint_agent_uses_a_process_pool_while_it_runs(tmp_path: Path)
         await kafka.run()
         return latest(kafka), len(multiprocessing.active_children())
 
-    got, children = in_memory(settings_for(tmp_path, extract_processes=1), scenario)
+    got, children = in_memory(settings_for(tmp_path, extract_processes=1, index_process=False), scenario)
     assert got[event["url"]]["verdict"] == "unique"
     assert children == 1
     deadline = time.monotonic() + 10
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not multiprocessing.active_children(), "the pool is shut down with the agent"
+
+
+def test_the_index_step_runs_in_its_own_process_on_a_replica_that_follows_every_write(tmp_path: Path) -> None:
+    """Copies published one at a time: each take's probes are looked up in the index process after
+    the writes of the takes before were applied to the table, so every copy finds the first."""
+    url = "https://news.example/story"
+    event = article(url)
+    copies = [{**event, "url": f"https://mirror{i}.example/story"} for i in range(4)]
+
+    async def scenario(kafka: MemoryKafka) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        names = []
+        for e in [event, *copies]:
+            publish(kafka, e)
+            await kafka.run()
+            names += [p.name for p in multiprocessing.active_children()]
+        return latest(kafka), names
+
+    got, children = in_memory(settings_for(tmp_path), scenario)
+    verdicts = sorted(got[e["url"]]["verdict"] for e in [event, *copies])
+    assert verdicts == ["exact_duplicate"] * 4 + ["unique"], got
+    assert children and len(set(children)) == 1, "one index process, kept between takes"
+    replicas = list((tmp_path / "data").rglob("*.db.replica"))
+    assert replicas, "the index process read the partitions as RocksDB secondaries"
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children(), "the index process stops with the agent"
 
 
 def test_sends_go_out_at_once_even_when_faust_would_publish_on_commit(tmp_path: Path) -> None:

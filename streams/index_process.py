@@ -1,0 +1,214 @@
+"""The index step, beside the event loop: in a process of its own that reads a replica of the index.
+
+Looking up and inserting a take's probes (`neardup_core.index.bucket.probe_batch`) is most of a
+worker's event-loop time, and the loop also runs the Kafka client, the gather and the hosts steps:
+one worker used one core of two. So the index agent hands each partition's probes to the index
+process and keeps the loop for the rest, and a worker runs on two cores.
+
+Faust's store keeps the only writable copy of each partition's RocksDB; the process reads it as a
+RocksDB *secondary* instance (read-only, following the primary's MANIFEST and write-ahead log):
+
+1. The loop sends one partition's probes records (their raw bytes) and the path of its RocksDB.
+2. The process opens the partition as a secondary (again when the DB was made anew: Faust deletes
+   a partition's data when it resets it), catches up with everything written to it so far, and runs
+   the step on it with its writes held, not applied (`index_step`).
+3. It returns the writes as changelog write sets, and the answers and revisions packed for the
+   gather partitions they go to.
+4. The loop writes the write sets through the table (a changelog record each, then the primary), as
+   it did when it ran the step itself, and sends the answers.
+
+The index agent handles one take at a time and applies a take's writes before it takes again, so
+the catch-up of 2 sees every earlier write of the partition: still one writer per bucket, which the
+index needs (`neardup_core.index.bucket`). Recovery, standbys and the changelog are Faust's, as before.
+`NEARDUP_INDEX_PROCESS=0` runs the same `index_step` in the event loop, on the table itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocksdict import AccessType, Rdict
+
+from neardup_core.dedup.retention import advance_clock
+from neardup_core.hosts.urls import url_identity
+from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
+from neardup_core.index.expiry import expire_versions
+from neardup_core.index.keys import INDEX_CLOCK
+from neardup_core.settings import CoreSettings
+from neardup_core.store.base import Store
+from neardup_core.store.overlay import Overlay
+from neardup_core.store.rocks import RocksStore, rocks_options
+from streams import records
+from streams.pool import new_pool
+from streams.stores import write_sets
+
+log = logging.getLogger(__name__)
+
+REPLICA_CACHE_BYTES = 32 << 20
+"""Block cache of each partition's replica (the replica does the index's reads, the primary only its writes)."""
+
+
+@dataclass
+class IndexOutcome:
+    """What one partition's probes did: the writes to apply, the messages to send, what it cost."""
+
+    write_sets: list[bytes] = field(default_factory=list)
+    """The writes, as encoded write sets (`streams.stores.write_sets`), in order."""
+    gather: dict[int, list[bytes]] = field(default_factory=dict)
+    """Answers and revisions, packed (`records.pack_gather_message`), by gather partition."""
+    probes: int = 0
+    seconds: float = 0.0
+    expired_versions: int = 0
+    expired_entries: int = 0
+
+
+class HeldWrites:
+    """A `Store` that reads from `base` and keeps what is written, for the caller to apply."""
+
+    def __init__(self, base: Store) -> None:
+        self.base = base
+        self.items: list[tuple[bytes, bytes | None]] = []
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.base.get(key)
+
+    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return self.base.scan(lo, hi)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.items.append((key, value))
+
+    def delete(self, key: bytes) -> None:
+        self.items.append((key, None))
+
+    def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self.items.extend(items)
+
+
+def index_step(store: Store, raw_records: list[bytes], core: CoreSettings, partitions: int,
+               now_ms: int) -> IndexOutcome:
+    """One partition's probes records, looked up and inserted in `store` (read only: the writes come
+    back in the outcome). With a retention, the partition's clock moves by the probes' pages and the
+    versions first fetched before the horizon are swept first (a bounded step), in the same writes."""
+    started = time.perf_counter()
+    probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw)]
+    held = HeldWrites(store)
+    outcome = IndexOutcome(probes=len(probes))
+    retention = core.retention
+    horizon = window = None
+    view: Store = held
+    if retention is not None:
+        view = Overlay(held)  # the sweep's deletes and the probes' writes in one set of writes
+        newest = max((p.page.fetched_at_ms for p in probes), default=None)
+        horizon = retention.horizon(advance_clock(view, INDEX_CLOCK, newest, now_ms))
+        window = retention.window_ms
+        if horizon is not None:
+            swept = expire_versions(view, core.design, horizon, retention.sweep_max)
+            outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
+    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window)
+    if isinstance(view, Overlay):
+        view.commit()
+    outcome.write_sets = list(write_sets(held.items))
+    by_partition: dict[int, list[bytes]] = defaultdict(list)
+    messages: list[Answer | Revision] = [*answers, *revisions]
+    for message in messages:
+        by_partition[records.partition_of(url_identity(message.url).encode(), partitions)].append(
+            records.pack_gather_message(message))
+    outcome.gather = dict(by_partition)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+# -- in the index process ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Replica:
+    identity: bytes
+    db: Rdict
+    store: RocksStore
+
+
+_CORE: CoreSettings | None = None
+_PARTITIONS = 0
+_REPLICAS: dict[str, _Replica] = {}
+
+
+def _init_index_process(core: CoreSettings, partitions: int) -> None:
+    global _CORE, _PARTITIONS
+    _CORE, _PARTITIONS = core, partitions
+
+
+def _identity(path: str) -> bytes:
+    """The DB's IDENTITY file (RocksDB writes a new one when it creates a DB): a DB made anew at the
+    same path has another."""
+    try:
+        return (Path(path) / "IDENTITY").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _replica(path: str, prefix_bytes: int | None) -> RocksStore:
+    """The partition's secondary instance, opened (again) if needed and caught up with the primary."""
+    identity = _identity(path)
+    replica = _REPLICAS.get(path)
+    if replica is not None and replica.identity != identity:
+        replica.db.close()
+        del _REPLICAS[path]
+        replica = None
+    if replica is None:
+        options = rocks_options(prefix_bytes, REPLICA_CACHE_BYTES)
+        options.set_max_open_files(-1)  # a secondary must keep every file open: the primary deletes compacted ones
+        db = Rdict(path, options=options, access_type=AccessType.secondary(path + ".replica"))
+        replica = _REPLICAS[path] = _Replica(identity, db, RocksStore.wrap(db, same_prefix=bool(prefix_bytes)))
+    replica.db.try_catch_up_with_primary()
+    return replica.store
+
+
+def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
+    assert _CORE is not None, "the index process starts with _init_index_process"
+    return index_step(_replica(path, prefix_bytes), raw_records, _CORE, _PARTITIONS, now_ms)
+
+
+# -- in the worker ------------------------------------------------------------------------------------
+
+
+class IndexProcess:
+    """The worker's index process (a pool of one, made on first use, made again if it died)."""
+
+    def __init__(self, core: CoreSettings, partitions: int) -> None:
+        self.core = core
+        self.partitions = partitions
+        self._pool: Executor | None = None
+
+    def pool(self) -> Executor:
+        if self._pool is None:
+            self._pool = new_pool(1, initializer=_init_index_process, initargs=(self.core, self.partitions),
+                                  spawn=True)
+        return self._pool
+
+    async def run(self, path: str, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
+        """`index_step` of the records on the partition at `path`, in the index process; if the process
+        died (killed, out of memory), once more in a new one."""
+        loop = asyncio.get_running_loop()
+        args: tuple[Any, ...] = (path, self.core.design.prefix_bytes, raw_records, now_ms)
+        try:
+            return await loop.run_in_executor(self.pool(), _index_in_replica, *args)
+        except BrokenProcessPool:
+            log.warning("the index process died; starting it again")
+            self.close()
+            return await loop.run_in_executor(self.pool(), _index_in_replica, *args)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
