@@ -367,10 +367,13 @@ def by_partition(events: Sequence[EventT]) -> dict[int, list[EventT]]:
 def reading(stream: StreamT[bytes], group: Sequence[EventT]) -> Iterator[None]:
     """Table reads and writes inside go to the partition of `group` (one partition's events of a
     take): Faust's tables find the partition through the stream's current event, which a take does
-    not set while its events are handled."""
+    not set while its events are handled. The event before is put back after: while the agent
+    awaits, the take reads the next record in the background, which sets the current event and
+    then waits for this take to end, and it needs that event afterwards."""
     stream_ = cast(Stream, stream)
+    before = stream_.current_event
     stream_._set_current_event(group[-1])
     try:
         yield
     finally:
-        stream_._set_current_event(None)
+        stream_._set_current_event(before)
