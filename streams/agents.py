@@ -10,7 +10,8 @@ Records between the agents carry batches (`streams.records`): the fingerprint ag
 for one partition in one record. So a page costs about the same number of Kafka records whatever
 the number of tables, and a batch does not fan out into partitions x partitions records. Each
 stateful agent applies a take's state changes with one write per partition (`Overlay` over a
-`PartitionView`, committed as one changelog record by `streams.stores`).
+`PartitionView`, committed as one changelog record by `streams.stores`). The index agent runs its
+step in the index process (`streams.index_process`) and applies the writes that come back.
 
 `Agents` holds what the bodies share: the app's topics and tables, the core settings, and the
 per-process bookkeeping (when a fetch reached the gather stage). `streams.app` registers each

@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import gzip
 import random
+from pathlib import Path
 
 import orjson
 
 from neardup_core.testing.synthetic import generate_crawl
 from streams.devcluster import Cluster, all_complete
-from tests.integration.checks import MAX_BODY, check_g1_g3
+from tests.integration.checks import MAX_BODY, WORKER_ENV, check_g1_g3
 
 
 def bad_events() -> list[tuple[bytes | None, bytes, str]]:
@@ -114,3 +115,24 @@ def test_input_published_while_the_workers_are_still_joining(pipeline: Cluster) 
     pipeline.publish(events[len(events) // 2:])  # while the group rebalances
     decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=360)
     check_g1_g3(pipeline, events, decisions)
+
+
+def test_a_burst_taken_in_one_batch_is_decided(kafka_bootstrap: str, unique_prefix: str, tmp_path: Path) -> None:
+    """About 1,600 pages published at once into one worker that takes up to 2,000 at a time: what a
+    take sends to one partition (probes, answers, changelog write sets) is more than a producer
+    request holds, so it goes out in several records (`records.RECORD_BYTES`), and the index step
+    runs in the index process while the next records arrive. Every page is decided, as the oracle
+    decides. (A take too large for one record once crashed an agent and stalled the stream.)"""
+    events = generate_crawl(seed=15, scale=5)
+    cluster = Cluster(kafka_bootstrap, unique_prefix, tmp_path, worker_env={**WORKER_ENV, "NEARDUP_BATCH_MAX": "2000"})
+    cluster.create_topics()
+    try:
+        cluster.start_worker("a")
+        cluster.wait_balanced(["a"])
+        cluster.publish(events)
+        decisions = cluster.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=360)
+        check_g1_g3(cluster, events, decisions)
+        assert len(events) > 1_500
+        assert "Crashed reason" not in cluster.logs["a"].read_text(errors="replace"), "no stream or agent crashed"
+    finally:
+        cluster.stop_all()
