@@ -18,12 +18,14 @@ format-2 record is a format-3 record without them, so format 2 is still read.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import msgpack
-from aiokafka.partitioner import murmur2
 
+from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
@@ -35,6 +37,32 @@ GatherMessage = Fetch | Answer | Revision | int
 HostChange = tuple[Decision, Decision | None]
 
 
+_M = 0x5BD1E995
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (the Java client's `Utils.murmur2`, as aiokafka's `partitioner.murmur2`), four
+    bytes at a time: it runs for every probe, answer and decision."""
+    length = len(data)
+    h = 0x9747B28C ^ length
+    words = length // 4
+    for k in struct.unpack_from(f"<{words}I", data):
+        k = (k * _M) & 0xFFFFFFFF
+        k ^= k >> 24
+        h = ((h * _M) & 0xFFFFFFFF) ^ ((k * _M) & 0xFFFFFFFF)
+    tail = data[words * 4:]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h = ((h ^ tail[0]) * _M) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * _M) & 0xFFFFFFFF
+    return h ^ (h >> 15)
+
+
+@lru_cache(maxsize=1 << 16)
 def partition_of(key: bytes, partitions: int) -> int:
     """The partition a URL, a bucket or a host belongs to: Kafka's default partitioner (murmur2)."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
@@ -144,7 +172,17 @@ def probe_records(probes: Iterable[Probe], max_bytes: int = RECORD_BYTES) -> Ite
 
 
 def decode_probes(raw: bytes) -> list[Probe]:
-    return [Probe.from_list(p) for p in _body(raw, "probes")]
+    """The probes of a record; the probes of one page share one `PageVersion` (which computes its
+    identity, id and rank once)."""
+    pages: dict[tuple[Any, ...], PageVersion] = {}
+    out = []
+    for table, lo, hi, group, page in _body(raw, "probes"):
+        key = tuple(page)
+        version = pages.get(key)
+        if version is None:
+            version = pages[key] = PageVersion.from_list(page)
+        out.append(Probe(table, lo, hi, group, version))
+    return out
 
 
 def encode_host_changes(changes: Iterable[HostChange]) -> bytes:

@@ -9,6 +9,7 @@ and `a.example` may be different servers. Where two hostnames of one site should
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import idna
@@ -78,6 +79,7 @@ def with_path(url: str, path: str) -> str:
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+@lru_cache(maxsize=1 << 16)
 def url_identity(url: str) -> str:
     """The URL's identity: the normal form that does not change the resource it names (DESIGN, the
     decision rule). Scheme and host lower-cased, an internationalised host in its punycode form

@@ -33,6 +33,7 @@ within k bits (or sharing a band), whichever is inserted second sees the first i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import mmh3
@@ -171,6 +172,12 @@ def encode_page(page: PageVersion) -> bytes:
     return msgpack.packb(page.to_list(), use_bin_type=True)
 
 
+DECODED_CACHE = 1 << 14
+"""Stored versions and summaries kept decoded: a bucket's members are read again by every probe that
+lands there, and a decoded version computes its identity, id and rank once (`PageVersion`)."""
+
+
+@lru_cache(maxsize=DECODED_CACHE)
 def decode_page(raw: bytes) -> PageVersion:
     return PageVersion.from_list(msgpack.unpackb(raw, raw=False))
 
@@ -180,7 +187,12 @@ def encode_summary(members: list[PageVersion]) -> bytes:
 
 
 def decode_summary(raw: bytes) -> list[PageVersion]:
-    return [PageVersion.from_list(m) for m in msgpack.unpackb(raw, raw=False)]
+    return list(_decode_summary(raw))
+
+
+@lru_cache(maxsize=DECODED_CACHE)
+def _decode_summary(raw: bytes) -> tuple[PageVersion, ...]:
+    return tuple(PageVersion.from_list(m) for m in msgpack.unpackb(raw, raw=False))
 
 
 def summary_of(members: list[PageVersion]) -> list[PageVersion]:
