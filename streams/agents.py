@@ -100,7 +100,7 @@ class Agents:
 
     def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
                  extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2,
-                 hop_wait_s: float = 0.05, index_process: bool = True) -> None:
+                 hop_wait_s: float = 0.05, index_process: bool = True, index_cache_bytes: int = 32 << 20) -> None:
         self.topics = topics
         self.tables = tables
         self.core = core
@@ -110,7 +110,7 @@ class Agents:
         self.batch_wait_s = batch_wait_s
         self.hop_wait_s = hop_wait_s
         self.rule = Gather(core)
-        self.index_process = IndexProcess(core, partitions) if index_process else None
+        self.index_process = IndexProcess(core, partitions, index_cache_bytes) if index_process else None
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
 
@@ -285,6 +285,8 @@ class Agents:
         it is off; every partition of the take is handed over at once, and each one's writes are
         applied as its outcome comes back."""
         try:
+            if self.index_process is not None:
+                await self.index_process.start()
             async for events in self._takes(stream):
                 await self._index_take(stream, events)
         finally:

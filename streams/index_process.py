@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -52,10 +53,6 @@ from streams.pool import new_pool
 from streams.stores import write_sets
 
 log = logging.getLogger(__name__)
-
-REPLICA_CACHE_BYTES = 32 << 20
-"""Block cache of each partition's replica (the replica does the index's reads, the primary only its writes)."""
-
 
 @dataclass
 class IndexOutcome:
@@ -140,12 +137,13 @@ class _Replica:
 
 _CORE: CoreSettings | None = None
 _PARTITIONS = 0
+_CACHE_BYTES = 0
 _REPLICAS: dict[str, _Replica] = {}
 
 
-def _init_index_process(core: CoreSettings, partitions: int) -> None:
-    global _CORE, _PARTITIONS
-    _CORE, _PARTITIONS = core, partitions
+def _init_index_process(core: CoreSettings, partitions: int, cache_bytes: int) -> None:
+    global _CORE, _PARTITIONS, _CACHE_BYTES
+    _CORE, _PARTITIONS, _CACHE_BYTES = core, partitions, cache_bytes
 
 
 def _identity(path: str) -> bytes:
@@ -166,7 +164,7 @@ def _replica(path: str, prefix_bytes: int | None) -> RocksStore:
         del _REPLICAS[path]
         replica = None
     if replica is None:
-        options = rocks_options(prefix_bytes, REPLICA_CACHE_BYTES)
+        options = rocks_options(prefix_bytes, _CACHE_BYTES)
         options.set_max_open_files(-1)  # a secondary must keep every file open: the primary deletes compacted ones
         db = Rdict(path, options=options, access_type=AccessType.secondary(path + ".replica"))
         replica = _REPLICAS[path] = _Replica(identity, db, RocksStore.wrap(db, same_prefix=bool(prefix_bytes)))
@@ -185,16 +183,26 @@ def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byt
 class IndexProcess:
     """The worker's index process (a pool of one, made on first use, made again if it died)."""
 
-    def __init__(self, core: CoreSettings, partitions: int) -> None:
+    def __init__(self, core: CoreSettings, partitions: int, cache_bytes: int) -> None:
+        """`cache_bytes`: the block cache of each partition's replica, which does the index's reads
+        (the table's own store then only writes)."""
         self.core = core
         self.partitions = partitions
+        self.cache_bytes = cache_bytes
         self._pool: Executor | None = None
 
     def pool(self) -> Executor:
         if self._pool is None:
-            self._pool = new_pool(1, initializer=_init_index_process, initargs=(self.core, self.partitions),
-                                  spawn=True)
+            self._pool = new_pool(1, initializer=_init_index_process,
+                                  initargs=(self.core, self.partitions, self.cache_bytes), spawn=True)
         return self._pool
+
+    async def start(self) -> int:
+        """Starts the process now (a spawned interpreter imports the project first: about a second),
+        not on the first probes; its pid."""
+        pid: int = await asyncio.get_running_loop().run_in_executor(self.pool(), os.getpid)
+        log.info("index process started (pid %d)", pid)
+        return pid
 
     async def run(self, path: str, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
         """`index_step` of the records on the partition at `path`, in the index process; if the process

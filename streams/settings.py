@@ -108,7 +108,8 @@ class Settings:
     expected_pages: int = _env("NEARDUP_EXPECTED_PAGES", 1_000_000, _int)
     """Expected number of stored pages, for `auto` table designs."""
     index_cache_mb: int = _env("NEARDUP_INDEX_CACHE_MB", 32, _int)
-    """RocksDB block cache of the index table, per partition store (MiB); deploy/DEPLOY.md sizes memory with 32."""
+    """RocksDB block cache of the index table, per partition store (MiB), and of its replica in the
+    index process, which does the reads; deploy/DEPLOY.md sizes memory with 32."""
     max_body_bytes: int = _env("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024, _int)
     """Bodies larger than this are rejected."""
     shingle_size: int = _env("NEARDUP_SHINGLE_SIZE", 2, _int)
