@@ -1,0 +1,102 @@
+"""The index process on its own (no Faust, no broker): it reads a RocksDB it does not own as a
+secondary that follows the writes applied to the primary, opens the DB again when it was made anew at
+the same path, and a process that died is replaced on the next call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+from pathlib import Path
+
+from rocksdict import Rdict
+
+from neardup_core.dedup.version import PageVersion
+from neardup_core.index.bucket import Answer, Revision, probes_for
+from neardup_core.settings import CoreSettings
+from neardup_core.store.rocks import RocksStore, rocks_options
+from streams import records
+from streams.index_process import IndexOutcome, IndexProcess
+from streams.stores import decode_write_set
+
+CORE = CoreSettings()
+PARTITIONS = 4
+
+
+def page(url: str, body: str, at: int) -> PageVersion:
+    return PageVersion(url, 0.5, 1_780_000_000_000 + at, body * 64, body * 64, 0x0123456789ABCDEF, None)
+
+
+def probes_record(version: PageVersion) -> bytes:
+    return records.encode_probes(probes_for(CORE.design, version))
+
+
+def open_primary(path: Path) -> Rdict:
+    return Rdict(str(path), options=rocks_options(CORE.design.prefix_bytes))
+
+
+def apply(primary: Rdict, outcome: IndexOutcome) -> None:
+    """What the index agent does with an outcome: its write sets, applied to the primary."""
+    store = RocksStore.wrap(primary, same_prefix=True)
+    for write_set in outcome.write_sets:
+        store.write_many(decode_write_set(write_set))
+
+
+def said(outcome: IndexOutcome) -> tuple[set[str | None], set[str]]:
+    """The URLs the answers name as the page's better copy (None: no better copy), and the URLs of
+    the worse pages revised."""
+    best: set[str | None] = set()
+    revised: set[str] = set()
+    for packed in outcome.gather.values():
+        for record in records.gather_records_packed(packed):
+            for message in records.decode_gather(record):
+                if isinstance(message, Answer):
+                    best.add(message.best.candidate.url if message.best else None)
+                else:
+                    assert isinstance(message, Revision)
+                    revised.add(message.url)
+    return best, revised
+
+
+def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_a_dead_process_is_replaced(
+        tmp_path: Path) -> None:
+    path = tmp_path / "index-0.db"
+    first, copy = page("https://news.example/a", "a", 0), page("https://mirror.example/a/long/path", "a", 1)
+
+    async def scenario() -> None:
+        index = IndexProcess(CORE, PARTITIONS, 8 << 20)
+        try:
+            pid = await index.start()
+            primary = open_primary(path)
+
+            # 1. the first page finds nothing; its writes come back unapplied
+            outcome = await index.run(str(path), [probes_record(first)], 0)
+            assert said(outcome) == ({None}, set()) and outcome.probes == len(probes_for(CORE.design, first))
+            assert outcome.write_sets and not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
+            apply(primary, outcome)
+
+            # 2. once applied to the primary, the replica sees them: the copy finds the first page
+            outcome = await index.run(str(path), [probes_record(copy)], 0)
+            assert said(outcome) == ({first.url}, set())
+            apply(primary, outcome)
+
+            # 3. the DB made anew at the same path (Faust's reset of a partition): not the old data
+            primary.close()
+            shutil.rmtree(path)
+            primary = open_primary(path)
+            outcome = await index.run(str(path), [probes_record(copy)], 0)
+            assert said(outcome) == ({None}, set()), "a replica of the deleted DB would still find the first page"
+            apply(primary, outcome)
+
+            # 4. the process killed: the next call runs in a new one, on the same data
+            os.kill(pid, signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            outcome = await index.run(str(path), [probes_record(first)], 0)
+            assert said(outcome) == ({None}, {copy.url}), "the better first page revises the copy it finds"
+            assert await index.start() != pid
+            primary.close()
+        finally:
+            index.close()
+
+    asyncio.run(scenario())
