@@ -153,7 +153,8 @@ class Agents:
                                         for partition, messages in by_partition.items()})
 
     async def _send_gather_packed(self, by_partition: dict[int, list[bytes]]) -> None:
-        """One gather record per partition (more when they hold over `records.RECORD_BYTES`)."""
+        """One gather record per partition (more when they hold over `records.RECORD_BYTES`), of
+        messages packed already (`records.pack_gather_message`: the index process packs its own)."""
         for partition, packed in sorted(by_partition.items()):
             for value in records.gather_records_packed(packed):
                 await self.topics.gather.send(force=True, key=None, value=value, partition=partition)

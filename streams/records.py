@@ -133,7 +133,7 @@ def encode_gather(messages: Iterable[GatherMessage]) -> bytes:
 
 def gather_records(messages: Iterable[GatherMessage], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
     """The messages in order, as gather records of at most about `max_bytes` each."""
-    return _records((_gather_item(m) for m in messages), max_bytes)
+    return gather_records_packed((pack_gather_message(m) for m in messages), max_bytes)
 
 
 def pack_gather_message(message: GatherMessage) -> bytes:
