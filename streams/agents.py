@@ -26,7 +26,6 @@ hop. Table reads and writes touch only the partition of the record being process
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -49,7 +48,7 @@ from neardup_core.settings import CoreSettings
 from neardup_core.store.overlay import Overlay
 from streams import metrics, records, status
 from streams.index_process import IndexOutcome, IndexProcess, index_step
-from streams.pool import extraction_pool
+from streams.pool import apply_each, chunks_for, extraction_pool
 from streams.records import GatherMessage, HostChange, partition_of
 from streams.stores import PartitionView, PrefixRocksStore
 
@@ -120,26 +119,32 @@ class Agents:
     # -- pages.fetched -----------------------------------------------------------------------------
 
     async def fingerprint(self, stream: StreamT[bytes]) -> None:
-        """Stateless: validate and fingerprint in the process pool, a batch at a time; one gather
-        record per partition for the batch's pages."""
+        """Stateless: validate and fingerprint in the process pool, a batch at a time (in chunks of a
+        few pages per task); one gather record per partition for the batch's pages."""
         loop = asyncio.get_running_loop()
         batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
-        with extraction_pool(self.extract_processes) as pool:
+        pool = extraction_pool(self.extract_processes, self.core) if self.extract_processes > 0 else None
+        try:
             async for events in batches:
-                results = await asyncio.gather(*(loop.run_in_executor(pool, self._fingerprint_job(e)) for e in events))
+                jobs = [self._fingerprint_job(e) for e in events]
+                parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_job, chunk)
+                                               for chunk in chunks_for(jobs, self.extract_processes)))
                 fetches: dict[int, list[GatherMessage]] = defaultdict(list)
-                for event, result in zip(events, results, strict=True):
+                for event, result in zip(events, (r for part in parts for r in part), strict=True):
                     metrics.PAGES.inc()
                     if isinstance(result, Fetch):
                         fetches[self.partition_of(url_identity(result.url).encode())].append(result)
                     else:
                         await self._reject(event, result)
                 await self._send_gather(fetches)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
-    def _fingerprint_job(self, event: EventT) -> functools.partial[Fetch | Rejected]:
+    def _fingerprint_job(self, event: EventT) -> FingerprintJob:
         msg = event.message
         ts = int(msg.timestamp * 1000) if msg.timestamp else None
-        return functools.partial(fingerprint_event, msg.value or b"", key=msg.key, timestamp_ms=ts, settings=self.core)
+        return msg.value or b"", msg.key, ts, self.core
 
     async def _reject(self, event: EventT, rejected: Rejected) -> None:
         msg = event.message
@@ -357,6 +362,16 @@ class Agents:
         """The records of an internal topic that arrive within `hop_wait_s` (at most `batch_max`):
         a step sends one record per partition at once, so the next step takes them as one batch."""
         return cast(Stream, stream).take_events(self.batch_max, within=self.hop_wait_s)  # StreamT lacks it
+
+
+FingerprintJob = tuple[bytes, bytes | None, int | None, CoreSettings]
+"""A record's value, key and timestamp (ms), and the settings: what `fingerprint_event` takes."""
+
+
+def fingerprint_job(job: FingerprintJob) -> Fetch | Rejected:
+    """`fingerprint_event` of one record, in the extraction pool."""
+    raw, key, timestamp_ms, settings = job
+    return fingerprint_event(raw, key=key, timestamp_ms=timestamp_ms, settings=settings)
 
 
 def by_partition(events: Sequence[EventT]) -> dict[int, list[EventT]]:

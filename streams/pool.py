@@ -31,10 +31,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from neardup_core.fingerprint.page import warm_up
+from neardup_core.settings import CoreSettings
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PARENT_POLL_S = 1.0
@@ -91,15 +96,23 @@ def new_pool(processes: int, initializer: Callable[..., None] | None = None,
                                initargs=(os.getpid(), initializer, initargs))
 
 
-@contextmanager
-def extraction_pool(processes: int) -> Iterator[Executor | None]:
-    """Processes for fingerprinting while the worker's fingerprint agent runs; None (the event loop's
-    default executor) when `processes` is 0."""
-    if processes <= 0:
-        yield None
-        return
+def extraction_pool(processes: int, settings: CoreSettings) -> ProcessPoolExecutor:
+    """Processes for fingerprinting (the worker's fingerprint agent, `neardup scan`), started now:
+    they fork from this process after `warm_up` loaded what the first page would, so the first pages
+    do not wait for a fork and the stoplists in every process."""
+    warm_up(settings)
     pool = new_pool(processes)
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    pool.submit(os.getpid).result()  # a fork pool starts all its processes at the first task
+    return pool
+
+
+def apply_each(fn: Callable[[T], R], items: list[T]) -> list[R]:
+    """`fn` of each item: one pool task for a chunk of items costs one round trip, not one each."""
+    return [fn(item) for item in items]
+
+
+def chunks_for(items: list[T], processes: int, most: int = 8) -> list[list[T]]:
+    """`items` in chunks of at most `most`, and at least two per process when there are enough, so
+    that no process waits while another has a long queue."""
+    size = max(1, min(most, len(items) // (2 * max(1, processes))))
+    return [items[i:i + size] for i in range(0, len(items), size)]

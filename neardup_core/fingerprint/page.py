@@ -59,6 +59,19 @@ def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, t
         return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint"), None
 
 
+WARM_UP_PAGE = FetchedPage(
+    "http://warm-up.invalid/", fetched_at_ms=1_000_000_000_000, content_type="text/html",
+    body=b"<html><head><title>Warm up</title></head><body><p>" + b"This sentence is here to be extracted. " * 8
+    + b"</p></body></html>")
+
+
+def warm_up(settings: CoreSettings = DEFAULT_SETTINGS) -> None:
+    """Fingerprint a small built-in page, so that what the first page would load (the stoplist index,
+    parsers) is loaded now: a process pool forked afterwards inherits it, and its first pages do not
+    wait for it."""
+    fingerprint_with_extraction(WARM_UP_PAGE, settings)
+
+
 def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch:
     """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages."""
     return fingerprint_with_extraction(page, settings)[0]

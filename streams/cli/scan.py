@@ -24,7 +24,7 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
-from streams.pool import new_pool
+from streams.pool import apply_each, extraction_pool
 from streams.report import ScanReport, settings_rows, write_report
 from streams.settings import Settings
 
@@ -95,15 +95,11 @@ def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], *, chu
     pending: deque[Future[list[R]]] = deque()
     source = iter(items)
     while batch := list(islice(source, chunk)):
-        pending.append(pool.submit(_apply, fn, batch))
+        pending.append(pool.submit(apply_each, fn, batch))
         if len(pending) >= window:
             yield from pending.popleft().result()
     while pending:
         yield from pending.popleft().result()
-
-
-def _apply(fn: Callable[[T], R], batch: list[T]) -> list[R]:
-    return [fn(item) for item in batch]
 
 
 def _counted(files: list[Path], summary: ScanSummary) -> Iterator[RawEvent | FileError]:
@@ -173,7 +169,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     totals = [count_events(p) for p in files]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     items = ((event, core) for event in _counted(files, summary))
-    pool = new_pool(processes) if processes > 1 else None  # its processes die with this one
+    pool = extraction_pool(processes, core) if processes > 1 else None  # its processes die with this one
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -141,3 +141,37 @@ class _FakeOs:
 
     def _exit(self, code: int) -> None:
         os._exit(code)
+
+
+def _word_index_loaded() -> int:
+    from neardup_core.extract import stoplists
+
+    return stoplists._word_index.cache_info().currsize
+
+
+def test_the_extraction_pool_starts_warm() -> None:
+    """Its processes run before the first task, forked after the stoplist index was loaded: the first
+    pages wait for neither."""
+    from neardup_core.extract import stoplists
+    from neardup_core.settings import DEFAULT_SETTINGS
+    from streams.pool import extraction_pool
+
+    stoplists._word_index.cache_clear()
+    pool = extraction_pool(2, DEFAULT_SETTINGS)
+    try:
+        assert len(pool._processes) == 2 and all(alive(p) for p in pool._processes)  # type: ignore[attr-defined]
+        assert _word_index_loaded() == 1
+        assert {pool.submit(_word_index_loaded).result() for _ in range(6)} == {1}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize(("n", "processes", "sizes"), [
+    (0, 2, []), (3, 2, [1, 1, 1]), (10, 2, [2, 2, 2, 2, 2]), (100, 2, [8] * 12 + [4]), (5, 0, [2, 2, 1]),
+])
+def test_chunks_cover_the_items_in_order(n: int, processes: int, sizes: list[int]) -> None:
+    from streams.pool import chunks_for
+
+    chunks = chunks_for(list(range(n)), processes)
+    assert [len(c) for c in chunks] == sizes
+    assert [i for c in chunks for i in c] == list(range(n))
