@@ -98,18 +98,20 @@ class Agents:
     """One method per agent and timer of the worker."""
 
     def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 extract_processes: int, batch_max: int = 256, batch_wait_s: float = 0.2,
-                 hop_wait_s: float = 0.05, index_process: bool = True, index_cache_bytes: int = 32 << 20) -> None:
+                 extract_processes: int, extract_nice: int = 0, batch_max: int = 256, batch_wait_s: float = 0.2,
+                 hop_wait_s: float = 0.05, index_processes: int = 1, index_cache_bytes: int = 32 << 20) -> None:
         self.topics = topics
         self.tables = tables
         self.core = core
         self.partitions = partitions
         self.extract_processes = extract_processes
+        self.extract_nice = extract_nice
         self.batch_max = batch_max
         self.batch_wait_s = batch_wait_s
         self.hop_wait_s = hop_wait_s
         self.rule = Gather(core)
-        self.index_process = IndexProcess(core, partitions, index_cache_bytes) if index_process else None
+        self.index_process = IndexProcess(core, partitions, index_cache_bytes, index_processes) \
+            if index_processes > 0 else None
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
 
@@ -123,7 +125,8 @@ class Agents:
         few pages per task); one gather record per partition for the batch's pages."""
         loop = asyncio.get_running_loop()
         batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
-        pool = extraction_pool(self.extract_processes, self.core) if self.extract_processes > 0 else None
+        pool = extraction_pool(self.extract_processes, self.core, self.extract_nice) \
+            if self.extract_processes > 0 else None
         try:
             async for events in batches:
                 jobs = [self._fingerprint_job(e) for e in events]
@@ -324,7 +327,7 @@ class Agents:
                 return index_step(PartitionView(self.tables.index, partition), raws, self.core, self.partitions,
                                   now_ms())
         path = cast(PrefixRocksStore, self.tables.index.data).partition_db_path(partition)
-        return await self.index_process.run(path, raws, now_ms())
+        return await self.index_process.run(partition, path, raws, now_ms())
 
     def _count_index(self, outcome: IndexOutcome) -> None:
         for _ in range(outcome.probes):

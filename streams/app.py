@@ -120,9 +120,9 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
         hosts=raw_table(app, "hosts", partitions, store=STORE_URL, options=small),
     )
     agents = Agents(topics, tables, settings.core, partitions=partitions,
-                    extract_processes=settings.extract_processes, batch_max=settings.batch_max,
-                    batch_wait_s=settings.batch_wait_s, hop_wait_s=settings.hop_wait_s,
-                    index_process=settings.index_process, index_cache_bytes=settings.index_cache_mb << 20)
+                    extract_processes=settings.extract_processes, extract_nice=settings.extract_nice,
+                    batch_max=settings.batch_max, batch_wait_s=settings.batch_wait_s, hop_wait_s=settings.hop_wait_s,
+                    index_processes=settings.index_processes, index_cache_bytes=settings.index_cache_mb << 20)
 
     app.agent(topics.fetched, concurrency=1)(agents.fingerprint)
     app.agent(topics.gather, concurrency=1)(agents.gather)

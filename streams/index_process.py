@@ -181,42 +181,53 @@ def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byt
 
 
 class IndexProcess:
-    """The worker's index process (a pool of one, made on first use, made again if it died)."""
+    """The worker's index processes: partition p goes to process p mod n, which keeps the replicas of
+    its partitions (each a pool of one, made again if it died)."""
 
-    def __init__(self, core: CoreSettings, partitions: int, cache_bytes: int) -> None:
+    def __init__(self, core: CoreSettings, partitions: int, cache_bytes: int, processes: int = 1) -> None:
         """`cache_bytes`: the block cache of each partition's replica, which does the index's reads
         (the table's own store then only writes)."""
         self.core = core
         self.partitions = partitions
         self.cache_bytes = cache_bytes
-        self._pool: Executor | None = None
+        self._pools: list[Executor | None] = [None] * max(1, processes)
 
-    def pool(self) -> Executor:
-        if self._pool is None:
-            self._pool = new_pool(1, initializer=_init_index_process,
-                                  initargs=(self.core, self.partitions, self.cache_bytes), spawn=True)
-        return self._pool
+    def pool(self, partition: int) -> Executor:
+        """The process of `partition`, started if it is not running."""
+        i = partition % len(self._pools)
+        pool = self._pools[i]
+        if pool is None:
+            pool = self._pools[i] = new_pool(1, initializer=_init_index_process,
+                                             initargs=(self.core, self.partitions, self.cache_bytes), spawn=True)
+        return pool
 
-    async def start(self) -> int:
-        """Starts the process now (a spawned interpreter imports the project first: about a second),
-        not on the first probes; its pid."""
-        pid: int = await asyncio.get_running_loop().run_in_executor(self.pool(), os.getpid)
-        log.info("index process started (pid %d)", pid)
-        return pid
+    async def start(self) -> list[int]:
+        """Starts the processes now (a spawned interpreter imports the project first: about a second),
+        not on the first probes; their pids."""
+        loop = asyncio.get_running_loop()
+        pids: list[int] = list(await asyncio.gather(*(loop.run_in_executor(self.pool(i), os.getpid)
+                                                      for i in range(len(self._pools)))))
+        log.info("index processes started (pids %s)", ", ".join(map(str, pids)))
+        return pids
 
-    async def run(self, path: str, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
-        """`index_step` of the records on the partition at `path`, in the index process; if the process
-        died (killed, out of memory), once more in a new one."""
+    async def run(self, partition: int, path: str, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
+        """`index_step` of the records on `partition`, whose RocksDB is at `path`, in its index process;
+        if the process died (killed, out of memory), once more in a new one."""
         loop = asyncio.get_running_loop()
         args: tuple[Any, ...] = (path, self.core.design.prefix_bytes, raw_records, now_ms)
         try:
-            return await loop.run_in_executor(self.pool(), _index_in_replica, *args)
+            return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
         except BrokenProcessPool:
-            log.warning("the index process died; starting it again")
-            self.close()
-            return await loop.run_in_executor(self.pool(), _index_in_replica, *args)
+            log.warning("the index process of partition %d died; starting it again", partition)
+            self._close(partition % len(self._pools))
+            return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
+
+    def _close(self, i: int) -> None:
+        pool = self._pools[i]
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._pools[i] = None
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        for i in range(len(self._pools)):
+            self._close(i)

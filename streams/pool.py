@@ -96,12 +96,13 @@ def new_pool(processes: int, initializer: Callable[..., None] | None = None,
                                initargs=(os.getpid(), initializer, initargs))
 
 
-def extraction_pool(processes: int, settings: CoreSettings) -> ProcessPoolExecutor:
+def extraction_pool(processes: int, settings: CoreSettings, nice: int = 0) -> ProcessPoolExecutor:
     """Processes for fingerprinting (the worker's fingerprint agent, `neardup scan`), started now:
     they fork from this process after `warm_up` loaded what the first page would, so the first pages
-    do not wait for a fork and the stoplists in every process."""
+    do not wait for a fork and the stoplists in every process. `nice` lowers their CPU priority
+    (`os.nice`): on busy cores the steps that finish pages go first."""
     warm_up(settings)
-    pool = new_pool(processes)
+    pool = new_pool(processes, initializer=os.nice, initargs=(nice,))
     pool.submit(os.getpid).result()  # a fork pool starts all its processes at the first task
     return pool
 

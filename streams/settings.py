@@ -136,9 +136,13 @@ class Settings:
     step sends one record per partition at once, and the next step takes them as one batch."""
     extract_processes: int = _env("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1, _int)
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
-    index_process: bool = _env("NEARDUP_INDEX_PROCESS", True, _bool)
-    """The index step in a process of its own, reading a replica of the index table, so that one
-    worker runs on two cores (`streams/index_process.py`); off = in the event loop."""
+    extract_nice: int = _env("NEARDUP_EXTRACT_NICE", 10, _int)
+    """How much lower the extraction processes' CPU priority is than the worker's (`nice`): when the
+    cores are busy, the steps that finish pages (the index process, the event loop) run first, and
+    new pages wait in Kafka instead of piling up half done; 0 = the same priority."""
+    index_processes: int = _env("NEARDUP_INDEX_PROCESSES", 1, _int)
+    """Processes for the index step, each with its share of the index partitions, reading a replica
+    of the index table (`streams/index_process.py`); 0 = in the event loop."""
     session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
     """How long the group waits for a silent worker before giving its partitions to others."""
     group_instance_id: str = _env("NEARDUP_GROUP_INSTANCE_ID", "")
@@ -181,6 +185,8 @@ class Settings:
         check_float(e("batch_wait_s"), self.batch_wait_s, 0.0, 60.0, low_open=True)
         check_float(e("hop_wait_s"), self.hop_wait_s, 0.0, 60.0, low_open=True)
         check_int(e("extract_processes"), self.extract_processes, 0, 256)
+        check_int(e("extract_nice"), self.extract_nice, 0, 19)
+        check_int(e("index_processes"), self.index_processes, 0, 64)
         # Kafka brokers' defaults: group.min.session.timeout.ms 6 s, group.max.session.timeout.ms 30 min
         check_float(e("session_timeout_s"), self.session_timeout_s, 6.0, 1800.0)
         if not isinstance(self.group_instance_id, str) or not _TOPIC_CHARS.fullmatch(self.group_instance_id) \

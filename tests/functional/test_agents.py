@@ -320,12 +320,12 @@ def test_a_trap_host_gets_a_signal_with_its_penalty(tmp_path: Path) -> None:
     assert {(r["kind"], r["param"]) for r in first["url_rules"]} >= {("ignore_query_param", "sid")}
 
 
-@pytest.mark.parametrize(("seed", "minhash", "index_process"),
-                         [(1, False, True), (2, False, True), (1, True, True), (2, True, True), (3, True, False)])
+@pytest.mark.parametrize(("seed", "minhash", "index_processes"),
+                         [(1, False, 1), (2, False, 2), (1, True, 1), (2, True, 2), (3, True, 0)])
 def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides(tmp_path: Path, seed: int,
                                                                                  minhash: bool,
-                                                                                 index_process: bool) -> None:
-    """With the index step in its process (reading a replica) and in the event loop (the table)."""
+                                                                                 index_processes: int) -> None:
+    """With the index step in one or two processes (reading replicas) and in the event loop (the table)."""
     events, truth = generate_crawl_with_truth(seed=11)
     rng = random.Random(seed)
     sample = rng.sample(events, 70)
@@ -337,7 +337,7 @@ def test_a_shuffled_crawl_over_three_partitions_is_decided_as_the_oracle_decides
             await kafka.run()
         return latest(kafka)
 
-    got = in_memory(settings_for(tmp_path, minhash=minhash, index_process=index_process), scenario)
+    got = in_memory(settings_for(tmp_path, minhash=minhash, index_processes=index_processes), scenario)
     settings = settings_for(tmp_path, minhash=minhash)
     lsh = settings.core.design.lsh
     assert (lsh is not None) == minhash
@@ -358,7 +358,7 @@ def test_the_fingerprint_agent_uses_a_process_pool_while_it_runs(tmp_path: Path)
         await kafka.run()
         return latest(kafka), len(multiprocessing.active_children())
 
-    got, children = in_memory(settings_for(tmp_path, extract_processes=1, index_process=False), scenario)
+    got, children = in_memory(settings_for(tmp_path, extract_processes=1, index_processes=0), scenario)
     assert got[event["url"]]["verdict"] == "unique"
     assert children == 1
     deadline = time.monotonic() + 10

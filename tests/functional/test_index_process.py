@@ -67,17 +67,17 @@ def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_
     async def scenario() -> None:
         index = IndexProcess(CORE, PARTITIONS, 8 << 20)
         try:
-            pid = await index.start()
+            (pid,) = await index.start()
             primary = open_primary(path)
 
             # 1. the first page finds nothing; its writes come back unapplied
-            outcome = await index.run(str(path), [probes_record(first)], 0)
+            outcome = await index.run(0, str(path), [probes_record(first)], 0)
             assert said(outcome) == ({None}, set()) and outcome.probes == len(probes_for(CORE.design, first))
             assert outcome.write_sets and not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
             apply(primary, outcome)
 
             # 2. once applied to the primary, the replica sees them: the copy finds the first page
-            outcome = await index.run(str(path), [probes_record(copy)], 0)
+            outcome = await index.run(0, str(path), [probes_record(copy)], 0)
             assert said(outcome) == ({first.url}, set())
             apply(primary, outcome)
 
@@ -85,18 +85,47 @@ def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_
             primary.close()
             shutil.rmtree(path)
             primary = open_primary(path)
-            outcome = await index.run(str(path), [probes_record(copy)], 0)
+            outcome = await index.run(0, str(path), [probes_record(copy)], 0)
             assert said(outcome) == ({None}, set()), "a replica of the deleted DB would still find the first page"
             apply(primary, outcome)
 
             # 4. the process killed: the next call runs in a new one, on the same data
             os.kill(pid, signal.SIGKILL)
             await asyncio.sleep(0.5)
-            outcome = await index.run(str(path), [probes_record(first)], 0)
+            outcome = await index.run(0, str(path), [probes_record(first)], 0)
             assert said(outcome) == ({None}, {copy.url}), "the better first page revises the copy it finds"
-            assert await index.start() != pid
+            assert (await index.start()) != [pid]
             primary.close()
         finally:
             index.close()
+
+    asyncio.run(scenario())
+
+
+def test_two_index_processes_each_keep_their_partitions(tmp_path: Path) -> None:
+    """Partition p runs in process p mod 2, in parallel with the other; a killed one is replaced alone."""
+    paths = [tmp_path / f"index-{p}.db" for p in range(2)]
+    first, copy = page("https://news.example/a", "a", 0), page("https://mirror.example/a/long/path", "a", 1)
+
+    async def scenario() -> None:
+        index = IndexProcess(CORE, PARTITIONS, 8 << 20, processes=2)
+        primaries = [open_primary(path) for path in paths]
+        try:
+            pids = await index.start()
+            assert len(set(pids)) == 2
+            outcomes = await asyncio.gather(*(index.run(p, str(paths[p]), [probes_record(first)], 0) for p in range(2)))
+            for primary, outcome in zip(primaries, outcomes, strict=True):
+                assert said(outcome) == ({None}, set())
+                apply(primary, outcome)
+            os.kill(pids[1], signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            outcomes = await asyncio.gather(*(index.run(p, str(paths[p]), [probes_record(copy)], 0) for p in range(2)))
+            assert [said(o) for o in outcomes] == [({first.url}, set())] * 2
+            after = await index.start()
+            assert after[0] == pids[0] and after[1] not in pids
+        finally:
+            index.close()
+            for primary in primaries:
+                primary.close()
 
     asyncio.run(scenario())
