@@ -174,6 +174,22 @@ def topic_records(cluster: Cluster) -> dict[str, int]:
         consumer.close()
 
 
+def delete_topics(cluster: Cluster) -> None:
+    """The phase's topics (the prefix's and the app's own), deleted, so that each phase runs on a broker
+    holding only its own: in one run that kept them, the later phases cost the broker up to 4x the CPU
+    per page of the first (0.8 -> 3.7 ms) and ran at 0.6-0.8x their pages/s, for both codes."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topics = admin.list_topics(timeout=20).topics
+    mine = sorted(t for t in topics if t.startswith(cluster.topic_prefix) or t.startswith(f"{cluster.app_id}-"))
+    if not mine:
+        return
+    for topic, future in admin.delete_topics(mine, operation_timeout=60).items():
+        try:
+            future.result(timeout=90)
+        except Exception as exc:  # the next phase still runs, beside this phase's leftovers
+            say(f"  could not delete topic {topic}: {exc}")
+
+
 def gather_kinds(cluster: Cluster) -> Counter[str]:
     """neardup.gather messages by kind (fetch, answer, revision, tick), read up to the end offsets: one
     per record (`[tag, body]`, the format before batches) or every message of a batch (`[version,
@@ -368,6 +384,7 @@ def run_phase(
             phase.logs = log_findings(list(cluster.logs.values()))
         if not args.keep:
             shutil.rmtree(cluster.workdir, ignore_errors=True)
+            delete_topics(cluster)
     return phase
 
 

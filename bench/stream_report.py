@@ -580,7 +580,7 @@ def report(
         + (f", NEARDUP_TABLES={args.tables}" if args.tables else "")
         + (f", plus {', '.join(f'`{kv}`' for kv in args.worker_env)}" if args.worker_env else "")
         + "; each worker its own NEARDUP_DATA_DIR and NEARDUP_WEB_PORT; every phase on a fresh topic prefix "
-        "and app id",
+        "and app id, whose topics are deleted after it" + (" (not with --keep)" if args.keep else ""),
         f"- each phase starts once every worker answers /health and the group's assignment covering all "
         f"partitions has not changed for {args.ready_settle:.0f} s",
         f"- order: {args.repeat} repeat(s); in each, for each code in turn (the codes alternate between "
