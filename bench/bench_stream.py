@@ -31,8 +31,9 @@ Input: the generated crawl (`neardup_core.testing.synthetic.generate_crawl(seed,
 the crawl. Every event is keyed by its URL, as `neardup publish` does.
 
 Unless `--broker` is given, a broker is started with `deploy/local-kafka start --port 0` in a temporary
-directory. Everything the script starts (broker, workers and their extraction pools) is stopped at the
-end, also on failure and on Ctrl-C / SIGTERM.
+directory, deleting a topic's files at once (each phase's topics are deleted after it). Everything
+the script starts (broker, workers and their extraction pools) is stopped at the end, also on failure
+and on Ctrl-C / SIGTERM.
 
 For each worker count, two phases, each on a fresh topic prefix and app id (`neardup topics create
 --partitions P` first, then the workers, each with its own NEARDUP_DATA_DIR and NEARDUP_WEB_PORT; events
@@ -194,9 +195,11 @@ def main(argv: list[str]) -> int:
         if args.broker:
             bootstrap, broker_pid = args.broker, None
         else:
-            say(f"starting a broker: deploy/local-kafka start --port 0 --dir {broker_dir}")
+            say(f"starting a broker: deploy/local-kafka start --port 0 --dir {broker_dir} "
+                "--config file.delete.delay.ms=0")
             try:
-                broker = start_broker(broker_dir)
+                # a deleted phase's files go at once, not a minute later, in the middle of another phase
+                broker = start_broker(broker_dir, config={"file.delete.delay.ms": "0"})
             except ClusterError as exc:
                 raise SystemExit(str(exc)) from None
             bootstrap, broker_pid = broker.bootstrap, broker.pid

@@ -593,7 +593,8 @@ def report(
         f"{_python()} " + shlex.join(["bench/bench_stream.py", *argv]),
         "```",
         "",
-        "It starts its own broker (`deploy/local-kafka start --port 0 --dir <tmp>/kafka`) and stops it "
+        "It starts its own broker (`deploy/local-kafka start --port 0 --dir <tmp>/kafka "
+        "--config file.delete.delay.ms=0`: a phase's topics are deleted after it) and stops it "
         "at the end; `--broker HOST:PORT` uses a running one instead. Per phase it runs, with the code's "
         "checkout as working directory and first on PYTHONPATH:",
         "",

@@ -174,19 +174,21 @@ def _local_kafka(*args: str) -> list[str]:
 
 
 def start_broker(directory: Path, *, port: int = 0, keep_data: bool = False, echo: bool = False,
-                 timeout_s: float = 900.0) -> Broker:
+                 timeout_s: float = 900.0, config: dict[str, str] | None = None) -> Broker:
     """Starts a broker on `port` (0: a free one) with its state in `directory` and returns once it serves.
 
     `keep_data` keeps the topics, offsets and groups of the broker that ran in `directory` before
     (`--keep-data`): with that broker's port, it is the same broker started again (`restart_broker`).
     `echo` copies the script's progress (standard error) to ours as it comes, e.g. the first run's
     Maven fetch; it is kept in `Broker.startup` either way. On Ctrl-C or a timeout the script is
-    sent SIGTERM, on which it stops the broker it was starting. Raises `BrokerUnavailable` when the
-    prerequisites are missing and `ClusterError` when the start fails."""
+    sent SIGTERM, on which it stops the broker it was starting. `config`: broker settings beside the
+    script's (`--config KEY=VALUE`). Raises `BrokerUnavailable` when the prerequisites are missing and
+    `ClusterError` when the start fails."""
     problem = missing_prerequisites()
     if problem:
         raise BrokerUnavailable(problem)
-    args = ["start", "--port", str(port), "--dir", str(directory), *(["--keep-data"] if keep_data else [])]
+    args = ["start", "--port", str(port), "--dir", str(directory), *(["--keep-data"] if keep_data else []),
+            *(f"--config={key}={value}" for key, value in (config or {}).items())]
     proc = subprocess.Popen(_local_kafka(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     out: list[str] = []
