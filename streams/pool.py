@@ -102,9 +102,13 @@ def extraction_pool(processes: int, settings: CoreSettings, nice: int = 0) -> Pr
     do not wait for a fork and the stoplists in every process. `nice` lowers their CPU priority
     (`os.nice`): on busy cores the steps that finish pages go first."""
     warm_up(settings)
-    pool = new_pool(processes, initializer=os.nice, initargs=(nice,))
+    pool = new_pool(processes, initializer=_lower_priority, initargs=(nice,))
     pool.submit(os.getpid).result()  # a fork pool starts all its processes at the first task
     return pool
+
+
+def _lower_priority(nice: int) -> None:
+    os.nice(nice)
 
 
 def apply_each(fn: Callable[[T], R], items: list[T]) -> list[R]:
