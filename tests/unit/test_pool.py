@@ -150,16 +150,21 @@ def _word_index_loaded() -> int:
 
 
 def test_the_extraction_pool_starts_warm() -> None:
-    """Its processes run before the first task, forked after the stoplist index was loaded: the first
-    pages wait for neither."""
+    """Its processes run before the first task, forked after the stoplist index was loaded (the first
+    pages wait for neither), at the lower priority asked for."""
     from neardup_core.extract import stoplists
     from neardup_core.settings import DEFAULT_SETTINGS
     from streams.pool import extraction_pool
 
     stoplists._word_index.cache_clear()
-    pool = extraction_pool(2, DEFAULT_SETTINGS)
+    pool = extraction_pool(2, DEFAULT_SETTINGS, nice=3)
     try:
         assert len(pool._processes) == 2 and all(alive(p) for p in pool._processes)  # type: ignore[attr-defined]
+        wanted, deadline = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3), time.monotonic() + 10
+        while (niceness := {os.getpriority(os.PRIO_PROCESS, p) for p in pool._processes}) != {wanted} \
+                and time.monotonic() < deadline:  # each runs its initializer as it starts
+            time.sleep(0.05)
+        assert niceness == {wanted}
         assert _word_index_loaded() == 1
         assert {pool.submit(_word_index_loaded).result() for _ in range(6)} == {1}
     finally:
