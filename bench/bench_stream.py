@@ -3,7 +3,7 @@
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
                                  [--code LABEL=DIR]... [--scan] [--tables NAME]
-                                 [--worker-env KEY=VALUE]... [--py-spy DIR] [--keep]
+                                 [--worker-env KEY=VALUE]... [--py-spy DIR] [--no-warmup] [--keep]
 
 Before and after a change, on one broker in one run (`git worktree add /tmp/before <commit>` first):
 
@@ -114,6 +114,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--ready-timeout", type=float, default=240.0)
     p.add_argument("--settle", type=float, default=3.0, help="seconds without new decisions that end a phase")
     p.add_argument("--timeout", type=float, default=1200.0, help="seconds a phase may take")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="skip the warm-up phase (one throughput phase of the first code, not reported)")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (worker logs, RocksDB)")
     p.add_argument(
         "--worker-env",
@@ -203,6 +205,16 @@ def main(argv: list[str]) -> int:
             except ClusterError as exc:
                 raise SystemExit(str(exc)) from None
             bootstrap, broker_pid = broker.bootstrap, broker.pid
+        if args.warmup:
+            # in one run, the broker spent 3-5 ms of CPU per page in its first phases and 1.0-1.5 later
+            # (its JVM compiling its hot paths): the code measured first paid for it
+            label, code = codes[0]
+            say("warm-up: one throughput phase, not reported")
+            try:
+                run_phase_retrying(args, bootstrap, broker_pid, base, events, "throughput", counts[0], None,
+                                   f"{tag}w-{label}-", label=label, code=code)
+            except (ClusterError, RuntimeError) as exc:
+                say(f"the warm-up phase failed ({exc}); measuring anyway")
         for rep in range(args.repeat):
             for label, code in codes if rep % 2 == 0 else list(reversed(codes)):
                 if jsonl is not None:
