@@ -277,9 +277,16 @@ def is_set(field_name: str) -> bool:
     return _raw(env_name(field_name)) is not None
 
 
+RETIRED = {"NEARDUP_INDEX_PROCESS": "replaced by NEARDUP_INDEX_PROCESSES, a count (0 = in the event loop)"}
+"""Variables that no longer mean anything, and what took their place: set, they are refused, not ignored."""
+
+
 def load() -> Settings:
     """The settings from the environment; `SettingError` when one is invalid, with the value as it was
-    written in the environment."""
+    written in the environment, or when a retired variable is set."""
+    for name, instead in RETIRED.items():
+        if (raw := os.environ.get(name)) is not None:
+            raise SettingError(name, raw, instead)
     try:
         return Settings()
     except SettingError as exc:

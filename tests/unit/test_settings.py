@@ -38,9 +38,18 @@ def test_an_empty_variable_means_its_default(monkeypatch: pytest.MonkeyPatch) ->
     assert load() == Settings()
 
 
+def test_a_retired_variable_is_refused_with_what_replaced_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEARDUP_INDEX_PROCESS", "0")
+    with pytest.raises(SettingError) as caught:
+        load()
+    assert caught.value.name == "NEARDUP_INDEX_PROCESS" and "NEARDUP_INDEX_PROCESSES" in str(caught.value)
+
+
 VALID = [
     ("NEARDUP_SHINGLE_SIZE", "1"), ("NEARDUP_SHINGLE_SIZE", "16"), ("NEARDUP_K", "0"), ("NEARDUP_K", "7"),
-    ("NEARDUP_EXTRACT_PROCESSES", "0"), ("NEARDUP_PARTITIONS", "0"), ("NEARDUP_BATCH_WAIT_S", "0.01"),
+    ("NEARDUP_EXTRACT_PROCESSES", "0"), ("NEARDUP_PARTITIONS", "0"), ("NEARDUP_EXTRACT_NICE", "0"),
+    ("NEARDUP_EXTRACT_NICE", "19"), ("NEARDUP_INDEX_PROCESSES", "0"), ("NEARDUP_INDEX_PROCESSES", "4"),
+    ("NEARDUP_BATCH_WAIT_S", "0.01"),
     ("NEARDUP_SESSION_TIMEOUT_S", "6"), ("NEARDUP_BROKER", "a:1,b.example:9092,[::1]:9093"),
     ("NEARDUP_TABLES", "k3-b6"), ("NEARDUP_TOPIC_PREFIX", "crawl1."), ("NEARDUP_DECISION_TIMEOUT_S", "0.5"),
     ("NEARDUP_SECURITY_PROTOCOL", "sasl_ssl"), ("NEARDUP_SASL_MECHANISM", "SCRAM-SHA-512"),
@@ -69,6 +78,8 @@ INVALID = [
     ("NEARDUP_BATCH_MAX", "0"), ("NEARDUP_BATCH_MAX", "-256"), ("NEARDUP_BATCH_MAX", "1000000"),
     ("NEARDUP_BATCH_WAIT_S", "0"), ("NEARDUP_BATCH_WAIT_S", "-0.2"), ("NEARDUP_BATCH_WAIT_S", "61"),
     ("NEARDUP_EXTRACT_PROCESSES", "-1"), ("NEARDUP_EXTRACT_PROCESSES", "1000"),
+    ("NEARDUP_EXTRACT_NICE", "-1"), ("NEARDUP_EXTRACT_NICE", "20"), ("NEARDUP_INDEX_PROCESSES", "-1"),
+    ("NEARDUP_INDEX_PROCESSES", "65"), ("NEARDUP_INDEX_PROCESSES", "on"),
     ("NEARDUP_SESSION_TIMEOUT_S", "0"), ("NEARDUP_SESSION_TIMEOUT_S", "5"), ("NEARDUP_SESSION_TIMEOUT_S", "3600"),
     ("NEARDUP_WEB_PORT", "0"), ("NEARDUP_WEB_PORT", "65536"), ("NEARDUP_WEB_PORT", "http"),
     ("NEARDUP_PARTITIONS", "-1"), ("NEARDUP_PARTITIONS", "100000"),
