@@ -20,7 +20,8 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
 The index agent handles one take at a time and applies a take's writes before it takes again, so
 the catch-up of 2 sees every earlier write of the partition: still one writer per bucket, which the
 index needs (`neardup_core.index.bucket`). Recovery, standbys and the changelog are Faust's, as before.
-`NEARDUP_INDEX_PROCESS=0` runs the same `index_step` in the event loop, on the table itself.
+With `NEARDUP_INDEX_PROCESSES` above 1, partition p goes to process p mod n, which keeps its replica;
+`NEARDUP_INDEX_PROCESSES=0` runs the same `index_step` in the event loop, on the table itself.
 """
 
 from __future__ import annotations
