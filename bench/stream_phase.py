@@ -157,11 +157,17 @@ def read_decisions(cluster: Cluster, log: DecisionLog, publisher: Publisher, *, 
 # --- counting records --------------------------------------------------------------------------------
 
 
-def topic_records(cluster: Cluster) -> dict[str, int]:
-    """End offsets summed over partitions, for the prefix's topics and the app's own topics."""
+def phase_topics(cluster: Cluster) -> tuple[AdminClient, dict[str, Any], list[str]]:
+    """An admin client, the broker's topics, and the names of the phase's: the prefix's and the app's own."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topics = admin.list_topics(timeout=20).topics
     mine = sorted(t for t in topics if t.startswith(cluster.topic_prefix) or t.startswith(f"{cluster.app_id}-"))
+    return admin, topics, mine
+
+
+def topic_records(cluster: Cluster) -> dict[str, int]:
+    """End offsets summed over partitions, for the prefix's topics and the app's own topics."""
+    _, topics, mine = phase_topics(cluster)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"bench-{uuid.uuid4()}"})
     try:
         out = {}
@@ -178,9 +184,7 @@ def delete_topics(cluster: Cluster) -> None:
     """The phase's topics (the prefix's and the app's own), deleted, so that each phase runs on a broker
     holding only its own: in one run that kept them, the later phases cost the broker up to 4x the CPU
     per page of the first (0.8 -> 3.7 ms) and ran at 0.6-0.8x their pages/s, for both codes."""
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    topics = admin.list_topics(timeout=20).topics
-    mine = sorted(t for t in topics if t.startswith(cluster.topic_prefix) or t.startswith(f"{cluster.app_id}-"))
+    admin, _, mine = phase_topics(cluster)
     if not mine:
         return
     for topic, future in admin.delete_topics(mine, operation_timeout=60).items():
