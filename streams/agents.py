@@ -8,10 +8,17 @@ Records between the agents carry batches (`streams.records`): the fingerprint ag
 `batch_max` events at a time, and every later step takes the records that arrive within
 `hop_wait_s` together (the step before sent one per partition at once) and sends what they cause
 for one partition in one record. So a page costs about the same number of Kafka records whatever
-the number of tables, and a batch does not fan out into partitions x partitions records. Each
-stateful agent applies a take's state changes with one write per partition (`Overlay` over a
-`PartitionView`, committed as one changelog record by `streams.stores`). The index agent runs its
-step in the index process (`streams.index_process`) and applies the writes that come back.
+the number of tables, and a batch does not fan out into partitions x partitions records. Each take
+is one `streams.commit.Take`: its state changes held per table partition, its sends, and the commit
+steps that make them durable before the take's input is acknowledged (any failure there stops the
+worker, `streams.commit.guarded`). The index agent runs its step in the index process
+(`streams.index_process`) and puts the writes that come back in the take.
+
+A record that cannot be processed (an internal record that does not decode, a step that raises on
+it) does not stop the worker: its partition's records are processed again one by one, and the one
+that fails alone becomes a dead letter in `pages.rejected` with the stage, topic, partition and
+offset (`Agents._isolated`). A page whose extraction process dies is fingerprinted again alone, in a
+new process, and is a dead letter if that one dies too.
 
 `Agents` holds what the bodies share: the app's topics and tables, the core settings, and the
 per-process bookkeeping (when a fetch reached the gather stage). `streams.app` registers each
@@ -19,22 +26,24 @@ method as an agent (concurrency 1) or a timer.
 
 Every send goes out at once (`force=True`): with Faust's `stream_publish_on_commit` a send made
 while an event is processed would wait until that event's offset commits, a commit interval per
-hop. Table reads and writes touch only the partition of the record being processed
-(`PartitionView`), which is what Faust's changelogs assume.
+hop. Table reads and writes touch only the partition of the record being processed, which is what
+Faust's changelogs assume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Executor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from faust.streams import Stream
-from faust.types import EventT, StreamT, TableT, TopicT
+from faust.types import AppT, EventT, StreamT, TableT, TopicT
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.dedup.retention import URL_CLOCK, advance_clock
@@ -45,12 +54,17 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe
 from neardup_core.messages import HostSignal
 from neardup_core.settings import CoreSettings
+from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
 from streams import metrics, records, status
+from streams.commit import Fail, Take, guarded, stop_worker
 from streams.index_process import IndexOutcome, IndexProcess, index_step
 from streams.pool import apply_each, chunks_for, extraction_pool
 from streams.records import GatherMessage, HostChange, partition_of
-from streams.stores import PartitionView, PrefixRocksStore
+from streams.stores import PrefixRocksStore
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 PENDING = b"\x01"  # urls table: PENDING | deadline (8 bytes) | URL for each page still waiting for answers
 
@@ -97,9 +111,11 @@ class Tables:
 class Agents:
     """One method per agent and timer of the worker."""
 
-    def __init__(self, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
+    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
                  extract_processes: int, extract_nice: int = 0, batch_max: int = 256, batch_wait_s: float = 0.2,
-                 hop_wait_s: float = 0.05, index_processes: int = 1, index_cache_bytes: int = 32 << 20) -> None:
+                 hop_wait_s: float = 0.05, index_processes: int = 1, index_cache_bytes: int = 32 << 20,
+                 fail: Fail = stop_worker) -> None:
+        self.app = app
         self.topics = topics
         self.tables = tables
         self.core = core
@@ -109,6 +125,8 @@ class Agents:
         self.batch_max = batch_max
         self.batch_wait_s = batch_wait_s
         self.hop_wait_s = hop_wait_s
+        self.fail = fail
+        """What a failure the worker cannot handle does: `stop_worker` (tests raise instead)."""
         self.rule = Gather(core)
         self.index_process = IndexProcess(core, partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
@@ -123,49 +141,106 @@ class Agents:
     async def fingerprint(self, stream: StreamT[bytes]) -> None:
         """Stateless: validate and fingerprint in the process pool, a batch at a time (in chunks of a
         few pages per task); one gather record per partition for the batch's pages."""
-        loop = asyncio.get_running_loop()
+        await guarded("the fingerprint agent", self._fingerprint(stream), self.fail)
+
+    async def _fingerprint(self, stream: StreamT[bytes]) -> None:
         batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
-        pool = extraction_pool(self.extract_processes, self.core, self.extract_nice) \
-            if self.extract_processes > 0 else None
+        pool = self._extraction_pool()
         try:
             async for events in batches:
+                take = Take.begin(self.app)
                 jobs = [self._fingerprint_job(e) for e in events]
-                parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_job, chunk)
-                                               for chunk in chunks_for(jobs, self.extract_processes)))
+                results, pool = await self._fingerprint_jobs(jobs, pool)
                 fetches: dict[int, list[GatherMessage]] = defaultdict(list)
-                for event, result in zip(events, (r for part in parts for r in part), strict=True):
+                for event, result in zip(events, results, strict=True):
                     metrics.PAGES.inc()
                     if isinstance(result, Fetch):
                         fetches[self.partition_of(url_identity(result.url).encode())].append(result)
                     else:
-                        await self._reject(event, result)
-                await self._send_gather(fetches)
+                        await self._reject(take, event, result)
+                await self._send_gather(take, fetches)
+                await take.commit()
         finally:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+
+    def _extraction_pool(self) -> Executor | None:
+        if self.extract_processes <= 0:
+            return None
+        return extraction_pool(self.extract_processes, self.core, self.extract_nice)
+
+    async def _fingerprint_jobs(self, jobs: list[FingerprintJob], pool: Executor | None
+                                ) -> tuple[list[Fetch | Rejected], Executor | None]:
+        """Each job's outcome, and the pool to go on with: when an extraction process dies (killed, out of
+        memory), a new pool fingerprints the jobs again one at a time, and a job whose process dies
+        again is rejected (stage `extract`)."""
+        loop = asyncio.get_running_loop()
+        try:
+            parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_job, chunk)
+                                           for chunk in chunks_for(jobs, self.extract_processes)))
+            return [r for part in parts for r in part], pool
+        except BrokenProcessPool:
+            log.warning("an extraction process died; fingerprinting the batch's %d events again one at a time",
+                        len(jobs))
+        out: list[Fetch | Rejected] = []
+        for job in jobs:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+            pool = self._extraction_pool()
+            try:
+                out.append(await loop.run_in_executor(pool, fingerprint_job, job))
+            except BrokenProcessPool:
+                out.append(Rejected("the extraction process died while fingerprinting this event, twice "
+                                    "(killed, or out of memory)", "extract"))
+        return out, pool
 
     def _fingerprint_job(self, event: EventT) -> FingerprintJob:
         msg = event.message
         ts = int(msg.timestamp * 1000) if msg.timestamp else None
         return msg.value or b"", msg.key, ts, self.core
 
-    async def _reject(self, event: EventT, rejected: Rejected) -> None:
+    async def _reject(self, take: Take, event: EventT, rejected: Rejected) -> None:
         msg = event.message
         metrics.REJECTS.labels(rejected.stage).inc()
         status.RECORDER.rejected(rejected, key=msg.key, topic=msg.topic, partition=msg.partition, offset=msg.offset)
         rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
-        await self.topics.rejected.send(force=True, key=msg.key, value=rejection.to_json())
+        await take.send(self.topics.rejected, key=msg.key, value=rejection.to_json())
 
-    async def _send_gather(self, by_partition: dict[int, list[GatherMessage]]) -> None:
-        await self._send_gather_packed({partition: [records.pack_gather_message(m) for m in messages]
-                                        for partition, messages in by_partition.items()})
+    async def _send_gather(self, take: Take, by_partition: dict[int, list[GatherMessage]]) -> None:
+        await self._send_gather_packed(take, {partition: [records.pack_gather_message(m) for m in messages]
+                                              for partition, messages in by_partition.items()})
 
-    async def _send_gather_packed(self, by_partition: dict[int, list[bytes]]) -> None:
+    async def _send_gather_packed(self, take: Take, by_partition: dict[int, list[bytes]]) -> None:
         """One gather record per partition (more when they hold over `records.RECORD_BYTES`), of
         messages packed already (`records.pack_gather_message`: the index process packs its own)."""
         for partition, packed in sorted(by_partition.items()):
             for value in records.gather_records_packed(packed):
-                await self.topics.gather.send(force=True, key=None, value=value, partition=partition)
+                await take.send(self.topics.gather, key=None, value=value, partition=partition)
+
+    async def _isolated(self, take: Take, table: TableT[bytes, bytes], partition: int, group: Sequence[EventT],
+                        step: Callable[[Store, int, Sequence[EventT]], R], stage: str) -> list[R]:
+        """`step` of one partition's events of a take, writing to the take's transaction of `table`; when it
+        raises, the events one at a time, and an event that fails alone is a dead letter (its writes dropped)."""
+        tx = take.writes(table, partition)
+        attempt = Overlay(tx)
+        try:
+            result = step(attempt, partition, group)
+        except Exception as exc:
+            log.warning("a %s step failed on %d records of %s:%d (%s: %s); processing them one at a time",
+                        stage, len(group), group[0].message.topic, partition, type(exc).__name__, exc)
+        else:
+            attempt.commit()
+            return [result]
+        out: list[R] = []
+        for event in group:
+            attempt = Overlay(tx)
+            try:
+                out.append(step(attempt, partition, [event]))
+            except Exception as exc:
+                await self._reject(take, event, Rejected(f"{stage} step failed: {type(exc).__name__}: {exc}", stage))
+            else:
+                attempt.commit()
+        return out
 
     # -- neardup.gather ----------------------------------------------------------------------------
 
@@ -174,23 +249,28 @@ class Agents:
         publish decisions. The records that arrive within `hop_wait_s` are taken together: each
         partition's state changes are written at once, and what they cause goes out as one record
         per destination partition."""
+        await guarded("the gather agent", self._gather(stream), self.fail)
+
+    async def _gather(self, stream: StreamT[bytes]) -> None:
         async for events in self._takes(stream):
+            take = Take.begin(self.app)
             probes: list[Probe] = []
             published: list[Published] = []
             for partition, group in by_partition(events).items():
-                messages = [m for event in group for m in records.decode_gather(event.message.value or b"")]
-                with reading(stream, group):
-                    new, decided = self._gather_partition(partition, messages)
-                probes += new
-                published += decided
-            await self._send_probes(probes)
-            await self._publish(published)
+                for new, decided in await self._isolated(take, self.tables.urls, partition, group,
+                                                         self._gather_partition, "gather"):
+                    probes += new
+                    published += decided
+            await self._send_probes(take, probes)
+            await self._publish(take, published)
+            await take.commit()
 
-    def _gather_partition(self, partition: int, messages: list[GatherMessage]) -> tuple[list[Probe], list[Published]]:
+    def _gather_partition(self, view: Store, partition: int, events: Sequence[EventT]
+                          ) -> tuple[list[Probe], list[Published]]:
         """1. Apply each message to its URL's state (loaded once), collecting the probes of new
         rounds and the decisions to publish; ticks decide the overdue pages.
-        2. Save every state touched and move its pending key when its deadline changed, as one write."""
-        view = Overlay(PartitionView(self.tables.urls, partition))
+        2. Save every state touched and move its pending key when its deadline changed."""
+        messages = [m for event in events for m in records.decode_gather(event.message.value or b"")]
         states = UrlStates(view, self.core.retention)
         self._expire_urls(states, messages)
         touched: dict[str, UrlState] = {}
@@ -228,22 +308,21 @@ class Agents:
                     view.delete(pending_key(before, url))
                 if after is not None:
                     view.put(pending_key(after, url), b"")
-        view.commit()
         return probes, published
 
-    async def _send_probes(self, probes: list[Probe]) -> None:
+    async def _send_probes(self, take: Take, probes: list[Probe]) -> None:
         """One probes record per index partition (more when they hold over `records.RECORD_BYTES`)."""
         by_partition: dict[int, list[Probe]] = defaultdict(list)
         for probe in probes:
             by_partition[self.partition_of(probe.lo)].append(probe)
         for index_partition, batch in sorted(by_partition.items()):
             for value in records.probe_records(batch):
-                await self.topics.probes.send(force=True, key=None, value=value, partition=index_partition)
+                await take.send(self.topics.probes, key=None, value=value, partition=index_partition)
 
     def _expire_urls(self, states: UrlStates, messages: list[GatherMessage]) -> None:
         """With a retention: move the partition's clock by the record's fetches and remove the URL
         states last fetched before the horizon, with their pending keys (a bounded step, in the
-        record's one write, so the deletes reach the changelog and its replays)."""
+        take's writes, so the deletes reach the changelog and its replays)."""
         retention = self.core.retention
         if retention is None:
             return
@@ -255,7 +334,7 @@ class Agents:
                 states.store.delete(pending_key(deadline, identity))
             metrics.EXPIRED.labels("url").inc()
 
-    async def _publish(self, published: list[Published]) -> None:
+    async def _publish(self, take: Take, published: list[Published]) -> None:
         """The decisions, and their host changes in records of at most about `records.RECORD_BYTES`
         per host partition. A record read again re-publishes a URL's decision once per message about
         it (thousands after a crash): equal ones go out once."""
@@ -269,15 +348,16 @@ class Agents:
             key = d.url.encode()
             if d.complete and key in self.received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - self.received.pop(key))
-            await self.topics.decisions.send(force=True, key=url_identity(d.url).encode(), value=d.to_json())
+            await take.send(self.topics.decisions, key=url_identity(d.url).encode(), value=d.to_json())
             changes[self.partition_of(d.host.encode())].append((d, before))
         for partition, batch in sorted(changes.items()):
             for value in records.encode_host_changes_capped(batch):
-                await self.topics.hosts.send(force=True, key=None, value=value, partition=partition)
+                await take.send(self.topics.hosts, key=None, value=value, partition=partition)
 
     async def send_ticks(self) -> None:
         """Timer of the leader: a tick to every gather partition, processed there in order with the
-        answers, and to every hosts partition (hosts with unsignalled changes send them)."""
+        answers, and to every hosts partition (hosts with unsignalled changes send them). A tick lost
+        (the broker refused it) is made again by the next timer, so it is only logged."""
         now = now_ms()
         tick, host_tick = records.encode_gather([now]), records.encode_host_tick(now)
         for partition in range(self.partitions):
@@ -292,42 +372,58 @@ class Agents:
         per partition; answer the pages and revise the worse pages found, one gather record per
         destination partition. The step runs in the index process (`streams.index_process`) unless
         it is off; every partition of the take is handed over at once, and each one's writes are
-        applied as its outcome comes back."""
+        put in the take as its outcome comes back."""
+        await guarded("the index agent", self._index(stream), self.fail)
+
+    async def _index(self, stream: StreamT[bytes]) -> None:
         try:
             if self.index_process is not None:
                 await self.index_process.start()
             async for events in self._takes(stream):
-                await self._index_take(stream, events)
+                take = Take.begin(self.app)
+                await self._index_take(take, events)
+                await take.commit()
         finally:
             if self.index_process is not None:
                 self.index_process.close()
 
-    async def _index_take(self, stream: StreamT[bytes], events: Sequence[EventT]) -> None:
+    async def _index_take(self, take: Take, events: Sequence[EventT]) -> None:
         groups = by_partition(events)
-        steps = [asyncio.ensure_future(self._index_step(stream, partition, group))
+        steps = [asyncio.ensure_future(self._index_step(take, partition, group))
                  for partition, group in groups.items()]
         out: dict[int, list[bytes]] = defaultdict(list)
         try:
             for (partition, group), step in zip(groups.items(), steps, strict=True):
-                outcome = await step
-                with reading(stream, group):
-                    PartitionView(self.tables.index, partition).write_encoded(outcome.write_sets)
-                self._count_index(outcome)
-                for destination, packed in outcome.gather.items():
-                    out[destination] += packed
+                try:
+                    outcomes = [await step]
+                    take.writes(self.tables.index, partition).write_many(outcomes[0].writes)
+                except Exception as exc:
+                    log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
+                                "one at a time in the event loop", len(group), partition, type(exc).__name__, exc)
+                    outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_here,
+                                                    "index")
+                for outcome in outcomes:
+                    self._count_index(outcome)
+                    for destination, packed in outcome.gather.items():
+                        out[destination] += packed
         finally:
             for step in steps:
                 step.cancel()
-        await self._send_gather_packed(out)
+        await self._send_gather_packed(take, out)
 
-    async def _index_step(self, stream: StreamT[bytes], partition: int, group: Sequence[EventT]) -> IndexOutcome:
-        raws = [event.message.value or b"" for event in group]
+    async def _index_step(self, take: Take, partition: int, group: Sequence[EventT]) -> IndexOutcome:
         if self.index_process is None:
-            with reading(stream, group):
-                return index_step(PartitionView(self.tables.index, partition), raws, self.core, self.partitions,
-                                  now_ms())
+            return self._index_here(Overlay(take.writes(self.tables.index, partition)), partition, group)
+        raws = [event.message.value or b"" for event in group]
         path = cast(PrefixRocksStore, self.tables.index.data).partition_db_path(partition)
         return await self.index_process.run(partition, path, raws, now_ms())
+
+    def _index_here(self, view: Store, partition: int, group: Sequence[EventT]) -> IndexOutcome:
+        """`index_step` in the event loop on `view` (the take's transaction, or an attempt over it); the
+        outcome's `writes` are those `view` holds."""
+        overlay = view if isinstance(view, Overlay) else Overlay(view)
+        return index_step(overlay, [event.message.value or b"" for event in group], self.core, self.partitions,
+                          now_ms())
 
     def _count_index(self, outcome: IndexOutcome) -> None:
         for _ in range(outcome.probes):
@@ -345,21 +441,30 @@ class Agents:
         the records taken together are written at once. A record's offset is its position for the
         tracker: a record seen again (after a crash) changes nothing and sends its hosts' last signals
         again (`HostTracker.apply`)."""
+        await guarded("the hosts agent", self._hosts(stream), self.fail)
+
+    async def _hosts(self, stream: StreamT[bytes]) -> None:
         async for events in self._takes(stream):
+            take = Take.begin(self.app)
             signals: list[HostSignal] = []
             for partition, group in by_partition(events).items():
-                view = Overlay(PartitionView(self.tables.hosts, partition))
-                tracker = HostTracker(view, self.core.host_policy)
-                with reading(stream, group):
-                    for event in group:
-                        msg = event.message
-                        changes = [item for item in records.decode_hosts(msg.value or b"") if not isinstance(item, int)]
-                        sent = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
-                        status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, sent)  # reads the overlay
-                        signals += sent
-                    view.commit()
+                for sent in await self._isolated(take, self.tables.hosts, partition, group, self._hosts_partition,
+                                                 "hosts"):
+                    signals += sent
             for signal in signals:
-                await self.topics.signals.send(force=True, key=signal.host.encode(), value=signal.to_json())
+                await take.send(self.topics.signals, key=signal.host.encode(), value=signal.to_json())
+            await take.commit()
+
+    def _hosts_partition(self, view: Store, partition: int, events: Sequence[EventT]) -> list[HostSignal]:
+        tracker = HostTracker(view, self.core.host_policy)
+        signals: list[HostSignal] = []
+        for event in events:
+            msg = event.message
+            changes = [item for item in records.decode_hosts(msg.value or b"") if not isinstance(item, int)]
+            sent = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
+            status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, sent)  # reads the view
+            signals += sent
+        return signals
 
     def _takes(self, stream: StreamT[bytes]) -> AsyncIterator[Sequence[EventT]]:
         """The records of an internal topic that arrive within `hop_wait_s` (at most `batch_max`):
@@ -383,19 +488,3 @@ def by_partition(events: Sequence[EventT]) -> dict[int, list[EventT]]:
     for event in events:
         grouped[event.message.partition].append(event)
     return grouped
-
-
-@contextmanager
-def reading(stream: StreamT[bytes], group: Sequence[EventT]) -> Iterator[None]:
-    """Table reads and writes inside go to the partition of `group` (one partition's events of a
-    take): Faust's tables find the partition through the stream's current event, which a take does
-    not set while its events are handled. The event before is put back after: while the agent
-    awaits, the take reads the next record in the background, which sets the current event and
-    then waits for this take to end, and it needs that event afterwards."""
-    stream_ = cast(Stream, stream)
-    before = stream_.current_event
-    stream_._set_current_event(group[-1])
-    try:
-        yield
-    finally:
-        stream_._set_current_event(before)

@@ -2,8 +2,9 @@
 
 What each agent does lives in `streams.agents`, the web views in `streams.web`; this module only
 wires them. Every stateful agent runs at concurrency 1 on its own partitions. Delivery is
-at-least-once: sends go out at once, the producer is flushed before offsets are committed, and
-every state change is idempotent and monotone, so a replay re-sends at most equal messages.
+at-least-once: each take's sends and changelog records are acknowledged by the broker before its
+local state is written and its input acknowledged (`streams.commit`), and every state change is
+idempotent and monotone, so a replay re-sends at most equal messages.
 
 `create_app` asks the broker nothing: the worker command reads the partition count of the
 internal topics first (`streams.admin.internal_partitions`) and passes it in.
@@ -15,7 +16,7 @@ from typing import Any
 
 import faust
 from aiokafka.helpers import create_ssl_context
-from faust.types import ConsumerT, ProducerT, TableT, TopicT
+from faust.types import ConsumerT, TableT, TopicT
 
 from streams import status
 from streams.agents import Agents, Tables, Topics
@@ -26,26 +27,20 @@ from streams.stores import STORE_URL
 from streams.topics import table_names
 from streams.web import add_pages
 
-# Faust pauses the stream to flush table changelogs whenever more than `max_messages` (100) wait;
-# every event here writes a table, so that pause came at nearly every event.
-PRODUCER_BUFFER_MESSAGES = 5000
+# aiokafka sends one batch per partition per request: a take's changelog records for one partition
+# (hundreds of small records) go in one or a few batches of up to this size instead of 16 KiB ones.
+PRODUCER_BATCH_BYTES = 256 * 1024
 TABLE_CACHE_BYTES = 32 * 1024 * 1024  # RocksDB block cache per partition store of the small tables
 
 
 class NeardupApp(faust.App):
-    """A Faust app whose producer buffers up to `PRODUCER_BUFFER_MESSAGES` before the stream waits
-    for it (set on this app's producer, not on Faust's `ProducerBuffer` class), and whose consumer
-    fetches again what Faust's would drop (`streams.redelivery`)."""
+    """A Faust app whose consumer fetches again what Faust's would drop (`streams.redelivery`).
+    `App._new_consumer` is Faust's private factory: the one place its consumer class can be chosen."""
 
     def _new_consumer(self) -> ConsumerT:
         transport: Any = self.transport  # Transport.create_consumer instantiates its `Consumer` class
         transport.Consumer = RedeliveringConsumer
         return super()._new_consumer()
-
-    def _new_producer(self) -> ProducerT:
-        producer = super()._new_producer()
-        producer.buffer.max_messages = PRODUCER_BUFFER_MESSAGES
-        return producer
 
 
 def broker_credentials(settings: Settings) -> Any:
@@ -97,6 +92,7 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
         table_cleanup_interval=3600.0,
         stream_wait_empty=True,
         producer_linger=0.005,
+        producer_max_batch_size=PRODUCER_BATCH_BYTES,
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 4),
         consumer_group_instance_id=settings.group_instance_id or None,
@@ -119,7 +115,7 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
         index=raw_table(app, table_names(settings)[-1], partitions, store=STORE_URL, options=index_options),
         hosts=raw_table(app, "hosts", partitions, store=STORE_URL, options=small),
     )
-    agents = Agents(topics, tables, settings.core, partitions=partitions,
+    agents = Agents(app, topics, tables, settings.core, partitions=partitions,
                     extract_processes=settings.extract_processes, extract_nice=settings.extract_nice,
                     batch_max=settings.batch_max, batch_wait_s=settings.batch_wait_s, hop_wait_s=settings.hop_wait_s,
                     index_processes=settings.index_processes, index_cache_bytes=settings.index_cache_mb << 20)

@@ -12,14 +12,15 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
 2. The process opens the partition as a secondary (again when the DB was made anew: Faust deletes
    a partition's data when it resets it), catches up with everything written to it so far, and runs
    the step on it with its writes held, not applied (`index_step`).
-3. It returns the writes as changelog write sets, and the answers and revisions packed for the
-   gather partitions they go to.
-4. The loop writes the write sets through the table (a changelog record each, then the primary), as
-   it did when it ran the step itself, and sends the answers.
+3. It returns the writes (key, value or None), and the answers and revisions packed for the gather
+   partitions they go to.
+4. The loop puts the writes in the take's transaction of the partition and sends the answers; the
+   take's commit (`streams.commit`) produces their changelog records and, once the broker has them,
+   writes the primary.
 
 The index agent handles one take at a time and applies a take's writes before it takes again, so
 the catch-up of 2 sees every earlier write of the partition: still one writer per bucket, which the
-index needs (`neardup_core.index.bucket`). Recovery, standbys and the changelog are Faust's, as before.
+index needs (`neardup_core.index.bucket`). Recovery and standbys are Faust's.
 With `NEARDUP_INDEX_PROCESSES` above 1, partition p goes to process p mod n, which keeps its replica;
 `NEARDUP_INDEX_PROCESSES=0` runs the same `index_step` in the event loop, on the table itself.
 """
@@ -31,7 +32,6 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -46,12 +46,10 @@ from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
-from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
 from neardup_core.store.rocks import RocksStore, rocks_options
 from streams import records
 from streams.pool import new_pool
-from streams.stores import write_sets
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +57,8 @@ log = logging.getLogger(__name__)
 class IndexOutcome:
     """What one partition's probes did: the writes to apply, the messages to send, what it cost."""
 
-    write_sets: list[bytes] = field(default_factory=list)
-    """The writes, as encoded write sets (`streams.stores.write_sets`), in order."""
+    writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    """The writes (None: a delete), in key order."""
     gather: dict[int, list[bytes]] = field(default_factory=dict)
     """Answers and revisions, packed (`records.pack_gather_message`), by gather partition."""
     probes: int = 0
@@ -69,43 +67,18 @@ class IndexOutcome:
     expired_entries: int = 0
 
 
-class HeldWrites:
-    """A `Store` that reads from `base` and keeps what is written, for the caller to apply."""
-
-    def __init__(self, base: Store) -> None:
-        self.base = base
-        self.items: list[tuple[bytes, bytes | None]] = []
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.base.get(key)
-
-    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        return self.base.scan(lo, hi)
-
-    def put(self, key: bytes, value: bytes) -> None:
-        self.items.append((key, value))
-
-    def delete(self, key: bytes) -> None:
-        self.items.append((key, None))
-
-    def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        self.items.extend(items)
-
-
-def index_step(store: Store, raw_records: list[bytes], core: CoreSettings, partitions: int,
+def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, partitions: int,
                now_ms: int) -> IndexOutcome:
-    """One partition's probes records, looked up and inserted in `store` (read only: the writes come
-    back in the outcome). With a retention, the partition's clock moves by the probes' pages and the
-    versions first fetched before the horizon are swept first (a bounded step), in the same writes."""
+    """One partition's probes records, looked up and inserted in `view`, which holds the writes (the
+    caller applies them: the outcome's `writes` are `view`'s). With a retention, the partition's clock
+    moves by the probes' pages and the versions first fetched before the horizon are swept first (a
+    bounded step), in the same writes."""
     started = time.perf_counter()
     probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw)]
-    held = HeldWrites(store)
     outcome = IndexOutcome(probes=len(probes))
     retention = core.retention
     horizon = window = None
-    view: Store = held
     if retention is not None:
-        view = Overlay(held)  # the sweep's deletes and the probes' writes in one set of writes
         newest = max((p.page.fetched_at_ms for p in probes), default=None)
         horizon = retention.horizon(advance_clock(view, INDEX_CLOCK, newest, now_ms))
         window = retention.window_ms
@@ -113,9 +86,7 @@ def index_step(store: Store, raw_records: list[bytes], core: CoreSettings, parti
             swept = expire_versions(view, core.design, horizon, retention.sweep_max)
             outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
     answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window)
-    if isinstance(view, Overlay):
-        view.commit()
-    outcome.write_sets = list(write_sets(held.items))
+    outcome.writes = view.pending()
     by_partition: dict[int, list[bytes]] = defaultdict(list)
     messages: list[Answer | Revision] = [*answers, *revisions]
     for message in messages:
@@ -175,7 +146,7 @@ def _replica(path: str, prefix_bytes: int | None) -> RocksStore:
 
 def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
     assert _CORE is not None, "the index process starts with _init_index_process"
-    return index_step(_replica(path, prefix_bytes), raw_records, _CORE, _PARTITIONS, now_ms)
+    return index_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, _PARTITIONS, now_ms)
 
 
 # -- in the worker ------------------------------------------------------------------------------------

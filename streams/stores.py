@@ -1,22 +1,17 @@
-"""A Faust table store on rocksdict with range scans and one changelog record per batch of writes.
+"""A Faust table store on rocksdict with range scans, written only by the commit protocol.
 
 Faust's store API has point reads and writes and full iteration only; the index needs one
-bounded range scan per probe, so this store adds `scan(partition, lo, hi)` over the
-partition's own RocksDB, and deletes from the current event's partition only.
-
-Faust writes one changelog record per key set. The agents change many keys per record they
-process (a batch of probes writes an entry per table and page; a batch of answers changes many
-URL states), so they write a whole batch as one table key: `table[batch key] = write set`
-(`PartitionView.write_many`). Faust sends that as one changelog record, as it sends any key, and
-this store applies the write set to the partition's RocksDB instead of storing it: locally when
-it is set, and from the changelog when Faust recovers a partition or keeps a standby copy
-(`apply_changelog_batch`). Batch keys are unique, so compaction never drops one; the changelog
-is the log of every batch applied, in order, and replaying it rebuilds the partition.
+bounded range scan per probe, so this store adds `scan(partition, lo, hi)` over the partition's
+own RocksDB. The agents never write through Faust's table layer (which writes RocksDB before the
+changelog record is acknowledged): `streams.commit.Take` produces a take's changelog records, one
+per state key, waits for the broker's acknowledgement, and then writes the partition's RocksDB in
+one batch with `apply_local`. Recovery and standbys are Faust's own, reading those records through
+`apply_changelog_batch`, which this store extends with the writer's generation (fencing) and with
+the write sets of the changelog format before (records under `BATCH_PREFIX`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -25,50 +20,32 @@ import msgpack
 from faust.stores import STORES
 from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
-from faust.streams import current_event
-from faust.types import EventT, TableT
+from faust.types import TP, EventT, TableT
+from rocksdict import WriteBatch
 
-from neardup_core.store.rocks import add_prefix_filters, compact_deletes, range_items, write_batch
+from neardup_core.store.rocks import add_prefix_filters, compact_deletes, range_items
 
 # a URL with a host part: yarl URLs without one are falsy, and Faust would fall back to its default store
 STORE_URL = "neardup-rocks://local"
-# Faust-level keys that carry a write set; no stored key starts with it (index keys start with a
-# table id, URL state keys with the URL, pending keys with 0x01, host keys with a letter)
+# the changelog format before per-key records: a key under this prefix carried a write set (msgpack
+# list of [key, value|None]); still applied when a changelog written by an older worker is recovered
 BATCH_PREFIX = b"\x00neardup-batch\x00"
-
-
-WRITE_SET_BYTES = 256 * 1024
-"""A changelog record carries writes of at most about this many bytes of keys and values."""
-
-
-def batch_key() -> bytes:
-    """A key no other batch has: 16 random bytes."""
-    return BATCH_PREFIX + os.urandom(16)
-
-
-def encode_write_set(items: Iterable[tuple[bytes, bytes | None]]) -> bytes:
-    return msgpack.packb([[key, value] for key, value in items], use_bin_type=True)
+# in each partition's RocksDB: the highest writer generation applied to it (beside Faust's offset key)
+GENERATION_KEY = b"__neardup\x00generation__"
+GENERATION_HEADER = "neardup-generation"
+"""Changelog record header: the consumer group generation of the worker that wrote it (8 bytes, big endian)."""
 
 
 def decode_write_set(raw: bytes) -> list[tuple[bytes, bytes | None]]:
     return [(key, value) for key, value in msgpack.unpackb(raw, raw=False)]
 
 
-def write_sets(items: Iterable[tuple[bytes, bytes | None]], max_bytes: int = WRITE_SET_BYTES) -> Iterator[bytes]:
-    """The items, in order, as encoded write sets of at most about `max_bytes` of keys and values
-    each (one item at least): a take's writes to one partition can be more than the producer's
-    request size (1 MiB), and a changelog record over it would crash the agent."""
-    chunk: list[tuple[bytes, bytes | None]] = []
-    size = 0
-    for key, value in items:
-        weight = len(key) + len(value or b"")
-        if chunk and size + weight > max_bytes:
-            yield encode_write_set(chunk)
-            chunk, size = [], 0
-        chunk.append((key, value))
-        size += weight
-    if chunk:
-        yield encode_write_set(chunk)
+def record_generation(headers: Any) -> int | None:
+    """The writer generation a changelog record carries, or None (a record without one)."""
+    for name, value in headers or ():
+        if name == GENERATION_HEADER and value:
+            return int.from_bytes(value, "big")
+    return None
 
 
 class PrefixRocksOptions(RocksDBOptions):
@@ -121,43 +98,72 @@ class PrefixRocksStore(RocksDBStore):
         """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
         db = self._db_for_partition(partition)
         for key, value in range_items(db, lo, hi, same_prefix=bool(self.prefix_bytes)):
-            if key != self.offset_key:
+            if key != self.offset_key and key != GENERATION_KEY:
                 yield key, value
 
-    def _set(self, key: bytes, value: bytes | None) -> None:
-        """A batch key applies its write set to the current event's partition; others as Faust does."""
-        if key.startswith(BATCH_PREFIX) and value is not None:
-            event = current_event()
-            assert event is not None, "tables are written inside a stream"
-            write_batch(self._db_for_partition(event.message.partition), decode_write_set(value))
-            return
-        super()._set(key, value)
+    def generation(self, partition: int) -> int:
+        """The highest writer generation applied to the partition (0: none recorded)."""
+        raw = self._db_for_partition(partition).get(GENERATION_KEY)
+        return int.from_bytes(raw, "big") if raw else 0
 
-    def _del(self, key: bytes) -> None:
-        event = current_event()
-        if event is None:
-            super()._del(key)
-            return
-        self._db_for_partition(event.message.partition).delete(key)
+    def apply_local(self, partition: int, items: Iterable[tuple[bytes, bytes | None]], tp: TP, offset: int,
+                    generation: int) -> None:
+        """Step 5 of the commit protocol (`streams.commit`): a take's writes of one partition, acknowledged in
+        its changelog up to `offset`, in one atomic RocksDB batch with that offset and the generation."""
+        db = self._db_for_partition(partition)
+        batch = _batch(items)
+        batch.put(self.offset_key, str(offset).encode())
+        if generation > self.generation(partition):
+            batch.put(GENERATION_KEY, generation.to_bytes(8, "big"))
+        db.write(batch)
+        assert tp.partition == partition
 
     def apply_changelog_batch(self, batch: Iterable[EventT], to_key: Callable[[Any], Any],
                               to_value: Callable[[Any], Any]) -> None:
-        """Recovery and standbys: apply each batch record's write set in changelog order, then
-        remember the offsets, as Faust's own store does for plain records."""
-        plain: list[EventT] = []
+        """Recovery and standbys: each partition's records in changelog order in one RocksDB batch with the
+        last offset read, as Faust's store does, but a record written under an older generation than one
+        already applied to its partition is skipped (a stalled writer's, after its successor's), and a
+        write set of the older format is applied whole."""
+        batches: dict[int, WriteBatch] = {}
+        offsets: dict[int, tuple[TP, int]] = {}
+        generations: dict[int, int] = {}
         for event in batch:
             msg = event.message
-            if msg.key is not None and msg.key.startswith(BATCH_PREFIX):
-                if plain:
-                    super().apply_changelog_batch(plain, to_key, to_value)
-                    plain = []
-                if msg.value is not None:
-                    write_batch(self._db_for_partition(msg.partition), decode_write_set(msg.value))
-                self.set_persisted_offset(msg.tp, msg.offset)
+            p = msg.partition
+            if p not in batches:
+                batches[p], generations[p] = WriteBatch(raw_mode=True), self.generation(p)
+            offsets[p] = (msg.tp, max(msg.offset, offsets[p][1]) if p in offsets else msg.offset)
+            generation = record_generation(msg.headers)
+            if generation is not None:
+                if generation < generations[p]:
+                    continue
+                generations[p] = generation
+            if msg.key is None:
+                continue
+            if msg.key.startswith(BATCH_PREFIX):
+                for key, value in decode_write_set(msg.value) if msg.value is not None else ():
+                    _put(batches[p], key, value)
             else:
-                plain.append(event)
-        if plain:
-            super().apply_changelog_batch(plain, to_key, to_value)
+                _put(batches[p], msg.key, msg.value)
+        for p, wb in batches.items():
+            tp, offset = offsets[p]
+            wb.put(self.offset_key, str(offset).encode())
+            wb.put(GENERATION_KEY, generations[p].to_bytes(8, "big"))
+            self._db_for_partition(p).write(wb)
+
+
+def _put(batch: WriteBatch, key: bytes, value: bytes | None) -> None:
+    if value is None:
+        batch.delete(key)
+    else:
+        batch.put(key, value)
+
+
+def _batch(items: Iterable[tuple[bytes, bytes | None]]) -> WriteBatch:
+    batch = WriteBatch(raw_mode=True)
+    for key, value in items:
+        _put(batch, key, value)
+    return batch
 
 
 STORES["neardup-rocks"] = "streams.stores:PrefixRocksStore"
@@ -176,9 +182,9 @@ def scan_partition(table: TableT[bytes, bytes], partition: int, lo: bytes, hi: b
 
 
 class PartitionView:
-    """The `neardup_core.store.base.Store` protocol over one partition of a Faust table. Reads go to
-    the partition's RocksDB itself: every write reaches it at once (`PrefixRocksStore._set`), and
-    Faust's table layer adds nothing to a read of one partition but its cost."""
+    """The read side of the `neardup_core.store.base.Store` protocol over one partition of a table: reads go
+    to the partition's RocksDB itself. Writes go through a take's transaction (`streams.commit.Take.writes`,
+    an `Overlay` over this view), never here."""
 
     def __init__(self, table: TableT[bytes, bytes], partition: int) -> None:
         self.table = table
@@ -190,21 +196,13 @@ class PartitionView:
         return value
 
     def put(self, key: bytes, value: bytes) -> None:
-        self.table[key] = value
+        raise TypeError("a partition is written through a take's transaction (streams.commit)")
 
     def delete(self, key: bytes) -> None:
-        del self.table[key]
+        raise TypeError("a partition is written through a take's transaction (streams.commit)")
 
     def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """The items as changelog records of at most about `WRITE_SET_BYTES` each, in order (the
-        table's store must be a `PrefixRocksStore`). A crash between two of them leaves the first
-        applied, which a replay of the input redoes."""
-        self.write_encoded(write_sets(items))
-
-    def write_encoded(self, sets: Iterable[bytes]) -> None:
-        """Encoded write sets (`write_sets`), each as one changelog record, in order."""
-        for value in sets:
-            self.table[batch_key()] = value
+        raise TypeError("a partition is written through a take's transaction (streams.commit)")
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         return scan_partition(self.table, self.partition, lo, hi)

@@ -65,8 +65,12 @@ class Overlay:
     def __len__(self) -> int:
         return len(self._pending)
 
+    def pending(self) -> list[tuple[bytes, bytes | None]]:
+        """The writes held, in key order (None: a delete)."""
+        return [(key, self._pending[key]) for key in self._keys]
+
     def commit(self) -> None:
         """Write everything pending to the base store in one batch."""
         if self._pending:
-            self.base.write_many([(key, self._pending[key]) for key in self._keys])
+            self.base.write_many(self.pending())
         self._pending, self._keys = {}, []

@@ -18,7 +18,6 @@ from neardup_core.index.bucket import probes_for
 from neardup_core.index.keys import EXPIRY_HEADER, version_record_key
 from neardup_core.store.memory import MemoryStore
 from streams import metrics, records
-from streams.stores import BATCH_PREFIX, decode_write_set
 from tests.functional.memory_kafka import MemoryKafka
 from tests.functional.test_agents import PARTITIONS, agents_of, article, in_memory, latest, publish, settings_for
 
@@ -42,13 +41,13 @@ def replayed(kafka: MemoryKafka, topic: str) -> dict[int, MemoryStore]:
     """Each partition of a table rebuilt from its changelog alone, in order, as recovery applies it."""
     stores: dict[int, MemoryStore] = defaultdict(MemoryStore)
     for record in kafka.records(topic):
-        assert record.key is not None and record.key.startswith(BATCH_PREFIX), "every write is a batch record"
-        stores[record.partition].write_many(decode_write_set(record.value or b""))
+        assert record.key is not None, "every changelog record is keyed by its state key"
+        stores[record.partition].write_many([(record.key, record.value)])
     return stores
 
 
 def deleted(kafka: MemoryKafka, topic: str) -> set[bytes]:
-    return {key for r in kafka.records(topic) for key, value in decode_write_set(r.value or b"") if value is None}
+    return {r.key for r in kafka.records(topic) if r.key is not None and r.value is None}
 
 
 def test_expired_versions_and_url_states_leave_the_tables_through_their_changelogs(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import faust
 import orjson
@@ -27,7 +27,7 @@ from neardup_core.testing.synthetic import generate_crawl_with_truth
 from neardup_core.timefmt import ms_to_rfc3339
 from streams import metrics, records
 from streams.agents import ALL_PENDING, Agents
-from streams.app import PRODUCER_BUFFER_MESSAGES, create_app
+from streams.app import PRODUCER_BATCH_BYTES, create_app
 from streams.settings import Settings
 from streams.stores import PrefixRocksStore, scan_partition
 from tests.functional.memory_kafka import MemoryKafka
@@ -52,10 +52,15 @@ def in_memory(settings: Settings, scenario: Callable[[MemoryKafka], Awaitable[T]
 
     async def main() -> T:
         kafka = MemoryKafka(create_app(settings, partitions), partitions)
+        agents_of(kafka).fail = raise_failure  # not the worker's stop: this process is pytest
         async with kafka.running():
             return await scenario(kafka)
 
     return asyncio.run(main())
+
+
+def raise_failure(what: str, exc: BaseException) -> NoReturn:
+    raise AssertionError(f"{what} failed: {exc!r}") from exc
 
 
 def agents_of(kafka: MemoryKafka) -> Agents:
@@ -117,7 +122,8 @@ def test_create_app_wires_without_a_broker_and_leaves_faust_classes_alone(tmp_pa
     settings = settings_for(tmp_path)
     app = create_app(settings, 5)  # (and nothing listens on 127.0.0.1:9)
     assert ProducerBuffer.max_messages == 100
-    assert app.producer.buffer.max_messages == PRODUCER_BUFFER_MESSAGES
+    assert app.producer.buffer.max_messages == 100  # no table writes through Faust's send_soon buffer
+    assert app.conf.producer_max_batch_size == PRODUCER_BATCH_BYTES
     by_topic = {a.channel.get_topic_name(): a for a in app.agents.values()}  # type: ignore[attr-defined]
     assert set(by_topic) == {FETCHED, GATHER, PROBES, HOSTS}
     assert all(a.concurrency == 1 for a in by_topic.values())
@@ -125,7 +131,7 @@ def test_create_app_wires_without_a_broker_and_leaves_faust_classes_alone(tmp_pa
     assert set(tables) == {"urls", "hosts", f"index-{settings.core.design.name}"}
     index = tables[f"index-{settings.core.design.name}"].data
     assert isinstance(index, PrefixRocksStore) and index.prefix_bytes == settings.core.design.prefix_bytes
-    for name in ("urls", "hosts"):  # every table takes a batch's writes as one changelog record
+    for name in ("urls", "hosts"):  # every table is written by the commit protocol's store
         store = tables[name].data
         assert isinstance(store, PrefixRocksStore) and not store.prefix_bytes
     assert {t.partitions for t in tables.values()} == {5}

@@ -18,7 +18,6 @@ from neardup_core.settings import CoreSettings
 from neardup_core.store.rocks import RocksStore, rocks_options
 from streams import records
 from streams.index_process import IndexOutcome, IndexProcess
-from streams.stores import decode_write_set
 
 CORE = CoreSettings()
 PARTITIONS = 4
@@ -37,10 +36,8 @@ def open_primary(path: Path) -> Rdict:
 
 
 def apply(primary: Rdict, outcome: IndexOutcome) -> None:
-    """What the index agent does with an outcome: its write sets, applied to the primary."""
-    store = RocksStore.wrap(primary, same_prefix=True)
-    for write_set in outcome.write_sets:
-        store.write_many(decode_write_set(write_set))
+    """What the index agent's commit does with an outcome: its writes, applied to the primary."""
+    RocksStore.wrap(primary, same_prefix=True).write_many(outcome.writes)
 
 
 def said(outcome: IndexOutcome) -> tuple[set[str | None], set[str]]:
@@ -73,7 +70,7 @@ def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_
             # 1. the first page finds nothing; its writes come back unapplied
             outcome = await index.run(0, str(path), [probes_record(first)], 0)
             assert said(outcome) == ({None}, set()) and outcome.probes == len(probes_for(CORE.design, first))
-            assert outcome.write_sets and not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
+            assert outcome.writes and not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
             apply(primary, outcome)
 
             # 2. once applied to the primary, the replica sees them: the copy finds the first page

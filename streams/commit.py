@@ -1,0 +1,154 @@
+"""The commit protocol of a take: how a batch of input records becomes outputs, changelog records and
+local state, in an order that loses nothing when the worker dies at any point.
+
+An agent processes a take (the records it read together) into one `Take`: a partition transaction
+per table partition it touches (`Take.writes`: reads see the take's own writes, nothing reaches
+RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, per take:
+
+1. Produce each transaction's writes to its table's changelog, one record per state key (a delete
+   is a tombstone), to the table partition's own changelog partition, each carrying the writer's
+   group generation in a header (`GENERATION_HEADER`). Keyed by state key, a compacted changelog
+   holds the live state, and recovery replays the live state, not the history.
+2. Produce the take's outputs (decisions, internal records, dead letters).
+3. Wait until the broker has acknowledged every record of 1 and 2. Any refusal raises: the caller
+   stops the worker (`stop_worker`) before the take's input is acknowledged.
+4. Refuse to go on when the group moved on while the take was processed (another generation: this
+   worker may no longer own the partitions, and a new owner replays the take).
+5. Write each transaction to its partition's RocksDB in one atomic batch, together with the
+   changelog offset it reached (Faust's persisted offset, where a recovery on this disk resumes)
+   and the generation.
+6. Return. The agent then asks for its next take, which acknowledges this take's input records
+   (`Stream.take_events` acks a take when the agent comes back for the next); Faust commits
+   acknowledged offsets after flushing its producer.
+
+A worker killed between 3 and 5 left changelog records its disk lacks: Faust's recovery reads the
+changelog from the persisted offset of 5 and applies them. Killed before 6, its input is read again
+and processed again: every state change is idempotent and monotone, so a replay re-sends at most
+equal records. Recovery (`streams.stores.PrefixRocksStore.apply_changelog_batch`) skips a record of
+an older generation than one it has applied to that partition: a stalled worker that the group has
+replaced cannot overwrite its successor's state.
+
+Anything that fails in 1-5 (or while processing) is not handled here: `guarded` turns it into one
+log line and an exit with `EXIT_FAILED`, so the group rebalances and another worker (or this one,
+restarted) replays the take. A record that cannot be processed at all is not such a failure: the
+agents turn it into a dead letter before it reaches a take's commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, cast
+
+from faust.types import TP, AppT, RecordMetadata, TableT, TopicT
+
+from neardup_core.store.overlay import Overlay
+from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore
+
+log = logging.getLogger(__name__)
+
+EXIT_FAILED = 70
+"""The worker's exit code when a take could not be committed (sysexits' EX_SOFTWARE)."""
+
+
+def generation_bytes(generation: int) -> bytes:
+    return max(generation, 0).to_bytes(8, "big")
+
+
+def stop_worker(what: str, exc: BaseException) -> NoReturn:
+    """Log why, then end the process at once: no `finally`, no offset commit, no clean leave of the group."""
+    log.critical("stopping the worker: %s failed (%s: %s); its input was not acknowledged and will be "
+                 "processed again", what, type(exc).__name__, exc, exc_info=exc)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_FAILED)
+
+
+Fail = Callable[[str, BaseException], NoReturn]
+
+
+async def guarded(what: str, body: Awaitable[None], fail: Fail = stop_worker) -> None:
+    """Run an agent's body; any exception stops the worker (`fail`) before the take it was in is acked.
+    Cancellation (a rebalance, a shutdown) goes through."""
+    try:
+        await body
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        fail(what, exc)
+
+
+@dataclass
+class _Transaction:
+    table: TableT[bytes, bytes]
+    partition: int
+    overlay: Overlay
+
+
+@dataclass
+class Take:
+    """One take's partition transactions and sends, committed together (the module's steps)."""
+
+    app: AppT
+    generation: int
+    transactions: dict[tuple[str, int], _Transaction] = field(default_factory=dict)
+    sends: list[Awaitable[Any]] = field(default_factory=list)
+
+    @classmethod
+    def begin(cls, app: AppT) -> Take:
+        return cls(app, app.consumer_generation_id)
+
+    def writes(self, table: TableT[bytes, bytes], partition: int) -> Overlay:
+        """The transaction of one table partition: a `Store` whose reads see this take's writes."""
+        key = (table.name, partition)
+        tx = self.transactions.get(key)
+        if tx is None:
+            tx = self.transactions[key] = _Transaction(table, partition, Overlay(PartitionView(table, partition)))
+        return tx.overlay
+
+    def discard(self, table: TableT[bytes, bytes], partition: int) -> None:
+        """Forget one partition's writes (a step that failed, to be done again record by record)."""
+        self.transactions.pop((table.name, partition), None)
+
+    async def send(self, topic: TopicT, *, key: bytes | None, value: bytes, partition: int | None = None) -> None:
+        """Produce a record now; its acknowledgement is awaited by `commit`."""
+        self.sends.append(await topic.send(force=True, key=key, value=value, partition=partition))
+
+    async def commit(self) -> None:
+        """Steps 1-5 of the module's docstring."""
+        headers = [(GENERATION_HEADER, generation_bytes(self.generation))]
+        producer = self.app.producer
+        produced: list[tuple[_Transaction, list[tuple[bytes, bytes | None]], list[Awaitable[RecordMetadata]]]] = []
+        for tx in self.transactions.values():  # 1.
+            items = tx.overlay.pending()
+            if not items:
+                continue
+            topic = tx.table.changelog_topic.get_topic_name()
+            acks = [await producer.send(topic, key, value, tx.partition, None, headers) for key, value in items]
+            produced.append((tx, items, acks))
+        # 2. (the agent's sends went out as it made them)
+        await asyncio.gather(*self.sends)  # 3.
+        offsets: list[int] = []
+        for _tx, _items, acks in produced:
+            results = await asyncio.gather(*acks)
+            offsets.append(max(r.offset for r in results))
+        if self.app.consumer_generation_id != self.generation:  # 4.
+            raise GroupMovedOn(self.generation, self.app.consumer_generation_id)
+        for (tx, items, _acks), offset in zip(produced, offsets, strict=True):  # 5.
+            store = cast(PrefixRocksStore, tx.table.data)
+            tp = TP(tx.table.changelog_topic.get_topic_name(), tx.partition)
+            store.apply_local(tx.partition, items, tp, offset, self.generation)
+        self.transactions.clear()
+        self.sends.clear()
+
+
+class GroupMovedOn(RuntimeError):
+    def __init__(self, taken: int, now: int) -> None:
+        super().__init__(f"the consumer group moved from generation {taken} to {now} while a take was processed")
+
