@@ -46,8 +46,16 @@ def table_names(settings: Settings) -> list[str]:
     return [*TABLES, f"index-{settings.core.design.name}"]
 
 
+CHANGELOG_SEGMENT_BYTES = 64 << 20
+"""Compaction cleans closed segments only: a changelog rolls a segment at this size (Kafka's 1 GiB default
+would leave up to 1 GiB per partition of superseded records for a recovery to read)."""
+
+
 def changelog_specs(settings: Settings) -> list[TopicSpec]:
     """Faust's changelog topics of the worker's tables (`{app_id}-{table}-changelog`), created
-    up front: a worker that starts before they exist can read empty metadata and fail."""
-    return [TopicSpec(f"{settings.app_id}-{table}-changelog", {"cleanup.policy": "compact"}, True,
+    up front: a worker that starts before they exist can read empty metadata and fail. Their records
+    are keyed by state key (`streams.commit`), so compaction keeps the live state; a delete is a
+    tombstone, kept for Kafka's `delete.retention.ms` (a day) so a standby behind sees it."""
+    config = {"cleanup.policy": "compact", "segment.bytes": str(CHANGELOG_SEGMENT_BYTES)}
+    return [TopicSpec(f"{settings.app_id}-{table}-changelog", config, True,
                       f"internal: changelog of the {table} table") for table in table_names(settings)]
