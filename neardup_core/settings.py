@@ -16,7 +16,8 @@ from functools import cached_property
 from neardup_core.dedup.retention import Retention
 from neardup_core.hosts.statistics import HostPolicy
 from neardup_core.index.tables import BandDesign, TableDesign, choose_design, design_named
-from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES
+from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_URL_BYTES
+from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES
 
 
 class SettingError(ValueError):
@@ -57,6 +58,10 @@ MAX_ROWS = 32
 DAY_MS = 86_400_000
 YEAR_S = 366 * 86_400
 MAX_RETENTION_DAYS = 36_600
+MIN_URL_BYTES = 256
+MESSAGE_BYTES_PER_URL_BYTE = 8
+"""The URL cap is at most this fraction of the message limit: a decision holds its URL four times
+(key, `url`, `duplicate_of`, `host`), and JSON writes some characters (`"`, `\\`) in two bytes."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,12 @@ class CoreSettings:
     """Pages with fewer distinct shingles are checked by their digests only (an unstable SimHash): at least 1."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     """Larger bodies are rejected: 1 byte to 1 GiB."""
+    max_url_bytes: int = DEFAULT_MAX_URL_BYTES
+    """Longer URLs (UTF-8 bytes), and record keys, are rejected: 256 bytes to an eighth of
+    `max_message_bytes` (122,952 with its default)."""
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """A dead letter (key and value) is cut to fit this: 65,536 up to the default, the producer's
+    request limit of 1,000,000 bytes less 16 KiB for the record's overhead (`messages.py`)."""
     decision_timeout_ms: int = 30_000
     """After this, a page whose probes have not all answered is decided provisionally: 1 ms to a day."""
     host_window_s: int = 3600
@@ -98,6 +109,13 @@ class CoreSettings:
         check_int("shingle_size", self.shingle_size, 1, MAX_SHINGLE_SIZE)
         check_int("min_features", self.min_features, 1)
         check_int("max_body_bytes", self.max_body_bytes, 1, 1 << 30)
+        check_int("max_message_bytes", self.max_message_bytes, MIN_MESSAGE_BYTES, DEFAULT_MAX_MESSAGE_BYTES)
+        url_high = self.max_message_bytes // MESSAGE_BYTES_PER_URL_BYTE
+        if not isinstance(self.max_url_bytes, int) or isinstance(self.max_url_bytes, bool) \
+                or not MIN_URL_BYTES <= self.max_url_bytes <= url_high:
+            raise SettingError("max_url_bytes", self.max_url_bytes,
+                               f"must be an integer from {MIN_URL_BYTES} to {url_high}, an eighth of the message "
+                               "limit (NEARDUP_MAX_MESSAGE_BYTES): a decision holds its URL four times")
         check_int("decision_timeout_ms", self.decision_timeout_ms, 1, DAY_MS)
         check_int("host_window_s", self.host_window_s, 1, YEAR_S)
         if not isinstance(self.minhash, bool):

@@ -39,7 +39,8 @@ JACCARD_BIN = 0.025
 
 # the settings that decide a scan (those CoreSettings is built from), shown by their variables
 SETTING_FIELDS = ("k", "tables", "expected_pages", "shingle_size", "min_features", "minhash", "bands", "rows",
-                  "jaccard", "max_body_bytes", "decision_timeout_s", "host_window_s")
+                  "jaccard", "max_body_bytes", "max_url_bytes", "max_message_bytes", "decision_timeout_s",
+                  "host_window_s")
 
 COLORS = {"unique": "#2f855a", "exact_duplicate": "#c53030", "near_duplicate": "#dd6b20", "skipped": "#718096",
           "rejected": "#6b46c1"}

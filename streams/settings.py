@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from neardup_core.extract.stoplists import CACHE_DIR_ENV, cache_dir
+from neardup_core.ingest.event import DEFAULT_MAX_URL_BYTES
+from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES
 from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
 
 __all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "is_set", "load"]
@@ -112,6 +114,10 @@ class Settings:
     index process, which does the reads; deploy/DEPLOY.md sizes memory with 32."""
     max_body_bytes: int = _env("NEARDUP_MAX_BODY_BYTES", 5 * 1024 * 1024, _int)
     """Bodies larger than this are rejected."""
+    max_url_bytes: int = _env("NEARDUP_MAX_URL_BYTES", DEFAULT_MAX_URL_BYTES, _int)
+    """URLs (and record keys) longer than this many UTF-8 bytes are rejected."""
+    max_message_bytes: int = _env("NEARDUP_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES, _int)
+    """A dead letter's key and value are cut to fit this (the producer's 1,000,000 less 16 KiB)."""
     shingle_size: int = _env("NEARDUP_SHINGLE_SIZE", 2, _int)
     min_features: int = _env("NEARDUP_MIN_FEATURES", 8, _int)
     """Pages with fewer distinct shingles are checked by digest only."""
@@ -224,7 +230,8 @@ class Settings:
             return CoreSettings(k=self.k, tables=self.tables, expected_pages=self.expected_pages,
                                 shingle_size=self.shingle_size, min_features=self.min_features,
                                 minhash=self.minhash, bands=self.bands, rows=self.rows, jaccard=self.jaccard,
-                                max_body_bytes=self.max_body_bytes,
+                                max_body_bytes=self.max_body_bytes, max_url_bytes=self.max_url_bytes,
+                                max_message_bytes=self.max_message_bytes,
                                 decision_timeout_ms=round(timeout_s * 1000),
                                 host_window_s=self.host_window_s,
                                 retention_ms=None if retention is None else max(1, round(retention * DAY_MS)))

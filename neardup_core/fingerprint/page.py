@@ -18,7 +18,7 @@ from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import host_of
 from neardup_core.ingest.decode import DecodeError, decode_body, is_html_content_type
 from neardup_core.ingest.event import EventError, FetchedPage, parse_event
-from neardup_core.messages import Rejection
+from neardup_core.messages import DeadLetter, Rejection, dead_letter
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 
 
@@ -30,9 +30,18 @@ class Rejected:
     reason: str
     stage: str
 
-    def message(self, raw: bytes, topic: str | None, partition: int | None, offset: int | None) -> Rejection:
-        """The dead letter: where the event came from (a topic or a file) and its original bytes."""
-        return Rejection.of(self.reason, self.stage, topic, partition, offset, raw)
+    def message(self, raw: bytes, topic: str | None, partition: int | None, offset: int | None, *,
+                key: bytes | None = None, settings: CoreSettings = DEFAULT_SETTINGS) -> Rejection:
+        """The dead letter's value: where the event came from (a topic or a file) and its original
+        bytes, cut so that it fits `settings.max_message_bytes` beside `key` (as `dead_letter` cuts it)."""
+        return self.dead_letter(raw, topic, partition, offset, key=key, settings=settings).rejection
+
+    def dead_letter(self, raw: bytes, topic: str | None, partition: int | None, offset: int | None, *,
+                    key: bytes | None = None, settings: CoreSettings = DEFAULT_SETTINGS) -> DeadLetter:
+        """The `pages.rejected` record to send: the input `key` cut to `settings.max_url_bytes`, and
+        the value cut so that both fit `settings.max_message_bytes` (`messages.dead_letter`)."""
+        return dead_letter(self.reason, self.stage, topic, partition, offset, raw, key=key,
+                           max_bytes=settings.max_message_bytes, max_key_bytes=settings.max_url_bytes)
 
 
 def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
@@ -51,7 +60,8 @@ def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, t
     """`fingerprint_event`, and what extraction kept of the page (None when it was not extracted:
     rejected, or skipped before extraction), for `neardup explain`."""
     try:
-        page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes)
+        page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
+                           max_url_bytes=settings.max_url_bytes)
         return fingerprint_with_extraction(page, settings)
     except EventError as exc:
         return Rejected(exc.reason, exc.stage), None

@@ -25,6 +25,10 @@ from neardup_core.timefmt import rfc3339_to_ms
 MIN_TIME_MS = 788_918_400_000  # 1995-01-01: before that, a fetch time is a bug
 MAX_TIME_MS = 4_102_444_800_000  # 2100-01-01
 DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
+DEFAULT_MAX_URL_BYTES = 8192
+"""Longer URLs (and record keys) are refused: a URL travels in every internal record, in its
+decision up to four times (key, `url`, `duplicate_of`, `host`), and each of them must fit the
+producer's limit. 8 KiB is what common servers accept in a request line (Apache's 8190)."""
 _MIME = re.compile(r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$")
 REVISIT_FIELDS = ("refers_to", "refers_to_uri", "refers_to_date", "payload_digest")
 
@@ -52,7 +56,8 @@ class FetchedPage:
 
 
 def parse_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
-                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FetchedPage:
+                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, max_url_bytes: int = DEFAULT_MAX_URL_BYTES
+                ) -> FetchedPage:
     """Parse one `pages.fetched` value; `key` and `timestamp_ms` come from the Kafka record."""
     try:
         text = raw.decode("utf-8")
@@ -62,11 +67,14 @@ def parse_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | Non
         data = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise EventError(f"event is not JSON: {exc}") from None
-    return validate_event(data, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes)
+    return validate_event(data, key=key, timestamp_ms=timestamp_ms, max_body_bytes=max_body_bytes,
+                          max_url_bytes=max_url_bytes)
 
 
 def validate_event(data: Any, *, key: bytes | None = None, timestamp_ms: int | None = None,
-                   max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FetchedPage:
+                   max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, max_url_bytes: int = DEFAULT_MAX_URL_BYTES
+                   ) -> FetchedPage:
+    """The `FetchedPage` of a parsed event, or `EventError` with the first rule it breaks."""
     if not isinstance(data, dict):
         raise EventError(f"event is not a JSON object but {type(data).__name__}")
     url = data.get("url")
@@ -74,6 +82,12 @@ def validate_event(data: Any, *, key: bytes | None = None, timestamp_ms: int | N
         raise EventError("event has no 'url'")
     if not isinstance(url, str):
         raise EventError(f"'url' is not a string but {type(url).__name__}")
+    url_bytes = len(url.encode("utf-8", "surrogatepass"))
+    if url_bytes > max_url_bytes:
+        raise EventError(f"'url' has {url_bytes} bytes, over the cap of {max_url_bytes} (NEARDUP_MAX_URL_BYTES)")
+    if key is not None and len(key) > max_url_bytes:  # the URL is within the cap: they cannot agree
+        raise EventError(f"record key has {len(key)} bytes, over the URL cap of {max_url_bytes} "
+                         "(NEARDUP_MAX_URL_BYTES)")
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise EventError(f"'url' is not an absolute http(s) URL: {url[:200]!r}")

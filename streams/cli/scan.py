@@ -82,8 +82,9 @@ def _fingerprint_one(item: tuple[RawEvent | FileError, CoreSettings]) -> Fetch |
         return event
     result = fingerprint_event(event.raw, key=event.key, timestamp_ms=event.timestamp_ms, settings=settings)
     if isinstance(result, Rejected):
-        # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the offset
-        return result.message(event.raw, event.source, None, event.position)
+        # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the
+        # offset; a rejects line has no key, and is cut as a dead letter is (NEARDUP_MAX_MESSAGE_BYTES)
+        return result.message(event.raw, event.source, None, event.position, settings=settings)
     return result
 
 

@@ -19,7 +19,7 @@ COLUMNS = {
     "decisions": ["url", "verdict", "duplicate_of", "distance", "revision", "complete"],
     "hosts": ["host", "window_start", "pages", "same_host_duplicates", "dup_ratio", "penalty", "budget_factor",
               "url_rules"],
-    "rejected": ["stage", "error", "topic", "partition", "offset"],
+    "rejected": ["stage", "error", "topic", "partition", "offset", "raw_bytes"],
 }
 
 

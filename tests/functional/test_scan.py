@@ -4,6 +4,7 @@ rule, rejects, continuing from a state dir, and host signals with learned URL ru
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 import subprocess
 import sys
@@ -130,6 +131,23 @@ def test_bad_lines_go_to_the_rejects_file_with_reasons(crawl, scanned) -> None:
     assert [r["offset"] for r in rows] == [len(crawl) + 1 + i for i in range(len(BAD_LINES))]  # their lines
     assert all(r["topic"].endswith("in-a.jsonl") and r["stage"] == "validate" for r in rows)
     assert [base64.b64decode(r["raw_b64"]) for r in rows] == BAD_LINES
+
+
+def test_an_event_with_a_huge_url_is_rejected_naming_the_cap_and_the_others_are_decided(
+        crawl, tmp_path: Path) -> None:
+    """A URL of 500 KB would travel in every record about it: scan rejects it (stage validate, the
+    reason names NEARDUP_MAX_URL_BYTES and the URL's length) with a rejects line cut as a dead letter
+    is, and decides every other event."""
+    good = crawl[:20]
+    huge = {**good[0], "url": "https://trap.example/" + "a" * (500_000 - 21)}
+    line = orjson.dumps(huge)
+    decisions, rejects, _ = scan(tmp_path, "huge", write(tmp_path / "in.jsonl", good[:10] + [huge] + good[10:]))
+    assert set(decisions) == {e["url"] for e in good}
+    [row] = [orjson.loads(r) for r in rejects.read_bytes().splitlines()]
+    assert row["stage"] == "validate"
+    assert row["error"] == "'url' has 500000 bytes, over the cap of 8192 (NEARDUP_MAX_URL_BYTES)"
+    assert (row["offset"], row["raw_bytes"], row["raw_sha256"]) == (11, len(line), hashlib.sha256(line).hexdigest())
+    assert base64.b64decode(row["raw_b64"]) == line  # it fits whole: a line has no key beside it
 
 
 def test_a_second_run_continues_from_the_state_dir(crawl, scanned, tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ VALID = [
     ("NEARDUP_SESSION_TIMEOUT_S", "6"), ("NEARDUP_BROKER", "a:1,b.example:9092,[::1]:9093"),
     ("NEARDUP_TABLES", "k3-b6"), ("NEARDUP_TOPIC_PREFIX", "crawl1."), ("NEARDUP_DECISION_TIMEOUT_S", "0.5"),
     ("NEARDUP_SECURITY_PROTOCOL", "sasl_ssl"), ("NEARDUP_SASL_MECHANISM", "SCRAM-SHA-512"),
+    ("NEARDUP_MAX_URL_BYTES", "256"), ("NEARDUP_MAX_URL_BYTES", "122952"),
+    ("NEARDUP_MAX_MESSAGE_BYTES", "65536"), ("NEARDUP_MAX_MESSAGE_BYTES", "983616"),
 ]
 
 
@@ -71,6 +73,10 @@ INVALID = [
     ("NEARDUP_MIN_FEATURES", "0"), ("NEARDUP_MIN_FEATURES", "-8"),
     ("NEARDUP_MAX_BODY_BYTES", "0"), ("NEARDUP_MAX_BODY_BYTES", "-1"), ("NEARDUP_MAX_BODY_BYTES", "5MB"),
     ("NEARDUP_MAX_BODY_BYTES", str(2 << 30)),
+    ("NEARDUP_MAX_URL_BYTES", "255"), ("NEARDUP_MAX_URL_BYTES", "0"), ("NEARDUP_MAX_URL_BYTES", "-1"),
+    ("NEARDUP_MAX_URL_BYTES", "8k"), ("NEARDUP_MAX_URL_BYTES", "122953"), ("NEARDUP_MAX_URL_BYTES", str(1 << 20)),
+    ("NEARDUP_MAX_MESSAGE_BYTES", "65535"), ("NEARDUP_MAX_MESSAGE_BYTES", "1000000"),
+    ("NEARDUP_MAX_MESSAGE_BYTES", "1e6"), ("NEARDUP_MAX_MESSAGE_BYTES", "0"),
     ("NEARDUP_DECISION_TIMEOUT_S", "0"), ("NEARDUP_DECISION_TIMEOUT_S", "-5"), ("NEARDUP_DECISION_TIMEOUT_S", "nan"),
     ("NEARDUP_DECISION_TIMEOUT_S", "inf"), ("NEARDUP_DECISION_TIMEOUT_S", "1e9"), ("NEARDUP_DECISION_TIMEOUT_S", "30s"),
     ("NEARDUP_HOST_WINDOW_S", "0"), ("NEARDUP_HOST_WINDOW_S", "-3600"),
@@ -116,6 +122,8 @@ CORE_INVALID = [
     ("k", -1), ("k", 33), ("k", "3"), ("k", True), ("shingle_size", 0), ("shingle_size", -1), ("shingle_size", 2.0),
     ("min_features", 0), ("expected_pages", 0), ("max_body_bytes", 0), ("decision_timeout_ms", 0),
     ("host_window_s", 0), ("tables", "nope"), ("tables", "k4-b6"), ("tables", None),
+    ("max_url_bytes", 255), ("max_url_bytes", 122_953), ("max_url_bytes", 8192.0), ("max_url_bytes", True),
+    ("max_message_bytes", 65_535), ("max_message_bytes", 1_000_000), ("max_message_bytes", "983616"),
 ]
 
 
@@ -125,6 +133,25 @@ def test_core_settings_refuse_invalid_values_naming_the_field(name: str, value: 
         CoreSettings(**{name: value})  # type: ignore[arg-type]
     assert caught.value.name == name
     assert isinstance(caught.value, ValueError)  # what callers catching ValueError before still catch
+
+
+def test_the_url_cap_is_at_most_an_eighth_of_the_message_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision holds its URL four times: a URL cap the message limit cannot carry is refused,
+    naming the URL variable, its value, the bound the message limit sets and why."""
+    monkeypatch.setenv("NEARDUP_MAX_MESSAGE_BYTES", "65536")
+    assert load().core.max_url_bytes == 8192
+    monkeypatch.setenv("NEARDUP_MAX_URL_BYTES", "8193")
+    with pytest.raises(SettingError) as caught:
+        load()
+    assert str(caught.value) == ("NEARDUP_MAX_URL_BYTES=8193: must be an integer from 256 to 8192, an eighth of the "
+                                 "message limit (NEARDUP_MAX_MESSAGE_BYTES): a decision holds its URL four times")
+
+
+def test_the_message_limit_refuses_more_than_the_producer_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEARDUP_MAX_MESSAGE_BYTES", "1000000")
+    with pytest.raises(SettingError) as caught:
+        load()
+    assert str(caught.value) == "NEARDUP_MAX_MESSAGE_BYTES=1000000: must be an integer from 65536 to 983616"
 
 
 def test_a_settings_object_built_in_code_is_checked_too() -> None:
