@@ -203,8 +203,9 @@ class Agents:
         msg = event.message
         metrics.REJECTS.labels(rejected.stage).inc()
         status.RECORDER.rejected(rejected, key=msg.key, topic=msg.topic, partition=msg.partition, offset=msg.offset)
-        rejection = rejected.message(msg.value or b"", msg.topic, msg.partition, msg.offset)
-        await take.send(self.topics.rejected, key=msg.key, value=rejection.to_json())
+        letter = rejected.dead_letter(msg.value or b"", msg.topic, msg.partition, msg.offset, key=msg.key,
+                                      settings=self.core)
+        await take.send(self.topics.rejected, key=letter.key, value=letter.value)
 
     async def _send_gather(self, take: Take, by_partition: dict[int, list[GatherMessage]]) -> None:
         await self._send_gather_packed(take, {partition: [records.pack_gather_message(m) for m in messages]
