@@ -191,18 +191,25 @@ def _read_settings(settings: Settings, topic: str, through: int | None,
                    timeout_s: float) -> list[tuple[bytes | None, bytes | None]]:
     """The (key, value)s of the settings topic from its start through offset `through` (None: to its end
     now), in offset order."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({**settings.confluent_config(), "group.id": f"{settings.app_id}-settings-reader",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    deadline = time.monotonic() + timeout_s
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
+        while True:  # a topic just made may have no leader for a moment
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
+                break
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"cannot read {topic} on {settings.broker}: {exc.args[0]}") from None
+                time.sleep(0.5)
         end = high if through is None else through + 1
         out: list[tuple[bytes | None, bytes | None]] = []
         if low >= end:
             return out
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
         position = -1
         while position + 1 < end:
             if time.monotonic() > deadline:
