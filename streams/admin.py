@@ -145,7 +145,7 @@ def check_state_settings(settings: Settings, *, timeout_s: float = 30.0) -> dict
     An app id whose index was built before its settings were recorded has none: its first worker records
     its own, unless the broker holds an index changelog of another design with records in it (then the
     state's design is known, and that one is refused)."""
-    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka import KafkaError, Producer
 
     check_broker(settings)
     topic = _ensure_settings_topic(settings, timeout_s)
@@ -162,8 +162,8 @@ def check_state_settings(settings: Settings, *, timeout_s: float = 30.0) -> dict
             problem = delivered[0][0] if delivered else f"not delivered in {timeout_s:.0f} s"
             raise SystemExit(f"cannot record this worker's settings in {topic} on {settings.broker}: {problem}")
         state = first_record(_read_settings(settings, topic, delivered[0][1], timeout_s), settings.app_id)
-        if state is None:  # ours is there, at the offset the broker gave it
-            raise KafkaException(f"{topic} does not hold the record of {settings.app_id!r} just written")
+        if state is None:  # ours is there, at the offset the broker gave it, unless it was deleted since
+            raise SystemExit(f"{topic} on {settings.broker} lost the record of {settings.app_id!r} just written")
     line = refusal(settings.app_id, state, own)
     if line is not None:
         raise StateSettingsDiffer(line)
