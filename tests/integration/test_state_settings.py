@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from neardup_core.testing.synthetic import generate_crawl
 from streams.admin import StateSettingsDiffer, check_state_settings
@@ -100,6 +100,13 @@ def test_workers_starting_together_agree_on_the_first_record(kafka_bootstrap: st
                if s.core.design.name != winner), outcomes
     records = settings_records(kafka_bootstrap, unique_prefix)
     assert 1 <= len(records) <= 6 and f'"design": "{winner}"'.encode() in records[0]
+    topic = f"{unique_prefix}-settings"  # made by the first of the checks: one partition, nothing deleted
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    assert len(admin.list_topics(timeout=20).topics[topic].partitions) == 1
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(timeout=20)
+    assert {name: configs[name].value for name in ("cleanup.policy", "retention.ms", "retention.bytes")} == {
+        "cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
 def test_an_index_from_before_the_record_keeps_its_design(kafka_bootstrap: str, unique_prefix: str,
