@@ -61,7 +61,8 @@ class Deduplicator:
 
     `state_dir` None keeps everything in memory, for one run. With `persist_hosts` False the host
     statistics are kept in memory even with a state directory (what `scan` does without `--hosts`).
-    Raises `StateMismatch` when the directory was built with another k or table design."""
+    Raises `StateMismatch` when the directory was built with other state settings (k, the table
+    design, the shingle size or the feature floor)."""
 
     def __init__(self, state_dir: str | Path | None, settings: CoreSettings = DEFAULT_SETTINGS, *,
                  persist_hosts: bool = True) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -162,3 +163,43 @@ class CoreSettings:
 
 
 DEFAULT_SETTINGS = CoreSettings()
+
+
+STATE_SETTINGS = ("k", "design", "shingle_size", "min_features")
+"""The settings a state (an index and its URL states) is built with: what its table keys and stored
+fingerprints mean. The table design's name covers the near tables and the LSH bands (blocks, tables,
+bands, rows, J, MinHash on or off); `expected_pages` and `tables` count only through the design they
+pick. The shingle size and the feature floor change every fingerprint stored. A state read under other
+values misses its own duplicates, or reads keys of one design as another's. The other settings (the body
+cap, the decision timeout, the retention, the host window) act on each page as it comes and may change
+from one run to the next."""
+
+DESIGN_INPUTS = ("tables", "expected_pages", "minhash", "bands", "rows", "jaccard")
+"""What picks the table design besides k: recorded beside it, to say which of them made it differ."""
+
+
+def state_settings(settings: CoreSettings) -> dict[str, object]:
+    """The `STATE_SETTINGS` of `settings`, as a state records them (JSON values)."""
+    return {"k": settings.k, "design": settings.design.name, "shingle_size": settings.shingle_size,
+            "min_features": settings.min_features}
+
+
+def design_inputs(settings: CoreSettings) -> dict[str, object]:
+    """The `DESIGN_INPUTS` of `settings` (JSON values): only to explain a design that differs."""
+    return {name: getattr(settings, name) for name in DESIGN_INPUTS}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One setting of a state that another run would change: the state's value and the run's."""
+
+    setting: str
+    state: object
+    own: object
+
+
+def state_differences(recorded: Mapping[str, object], own: Mapping[str, object]) -> list[Difference]:
+    """The settings (`STATE_SETTINGS`, in that order) whose recorded value differs from `own`. A setting
+    the record lacks (a state written before it was recorded) is not compared: nothing says what it was."""
+    return [Difference(name, recorded[name], own[name]) for name in STATE_SETTINGS
+            if name in recorded and name in own and recorded[name] != own[name]]

@@ -15,6 +15,8 @@ class TopicSpec:
     config: dict[str, str]
     internal: bool = False
     doc: str = ""
+    partitions: int | None = None
+    """Its own partition count; None: the app's (`topics create --partitions`, NEARDUP_PARTITIONS)."""
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
@@ -59,3 +61,13 @@ def changelog_specs(settings: Settings) -> list[TopicSpec]:
     config = {"cleanup.policy": "compact", "segment.bytes": str(CHANGELOG_SEGMENT_BYTES)}
     return [TopicSpec(f"{settings.app_id}-{table}-changelog", config, True,
                       f"internal: changelog of the {table} table") for table in table_names(settings)]
+
+
+def settings_spec(settings: Settings) -> TopicSpec:
+    """The app id's state settings (`streams/admin.py`, `check_state_settings`): one partition, so that
+    offsets order the workers' records, and nothing deleted (neither compacted, which would keep only the
+    last record of the key, nor timed out), so the first record stays. Named after the app id like the
+    changelogs: it belongs to the same state."""
+    return TopicSpec(f"{settings.app_id}-settings", {"cleanup.policy": "delete", "retention.ms": "-1",
+                                                     "retention.bytes": "-1"}, True,
+                     "internal: the settings the app id's state is built with (the first record wins)", 1)

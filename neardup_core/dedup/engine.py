@@ -17,7 +17,7 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probe_batch
 from neardup_core.index.expiry import expire_versions
-from neardup_core.settings import CoreSettings
+from neardup_core.settings import CoreSettings, Difference, state_differences, state_settings
 from neardup_core.store.base import Store
 from neardup_core.store.memory import MemoryStore
 from neardup_core.store.overlay import Overlay
@@ -26,7 +26,16 @@ META_FILE = "neardup-state.json"
 
 
 class StateMismatch(RuntimeError):
-    """The state directory was built with another k or table design."""
+    """The state directory was built with other state settings (`neardup_core.settings.STATE_SETTINGS`:
+    k, the table design, the shingle size, the feature floor); `differences` says which."""
+
+    def __init__(self, state_dir: Path, differences: list[Difference]) -> None:
+        self.differences = differences
+        shown = "; ".join(f"{d.setting} {d.state} there, {d.own} here" for d in differences)
+        super().__init__(
+            f"{state_dir} holds an index built with other settings ({shown}). Use another --state directory "
+            f"or the state's settings (NEARDUP_K, NEARDUP_TABLES, NEARDUP_EXPECTED_PAGES, NEARDUP_MINHASH, "
+            f"NEARDUP_BANDS, NEARDUP_ROWS, NEARDUP_JACCARD, NEARDUP_SHINGLE_SIZE, NEARDUP_MIN_FEATURES).")
 
 
 def open_state(state_dir: Path | None, settings: CoreSettings) -> tuple[Store, Store]:
@@ -37,15 +46,11 @@ def open_state(state_dir: Path | None, settings: CoreSettings) -> tuple[Store, S
 
     state_dir.mkdir(parents=True, exist_ok=True)
     meta_path = state_dir / META_FILE
-    meta = {"k": settings.k, "design": settings.design.name}
+    meta = state_settings(settings)  # what the stream records per app id too (streams/admin.py)
     if meta_path.exists():
-        stored = json.loads(meta_path.read_text())
-        if stored != meta:
-            raise StateMismatch(
-                f"{state_dir} holds an index built with k={stored['k']} and design {stored['design']}; "
-                f"this run asks for k={settings.k} and {settings.design.name}. Use another --state directory "
-                f"or the same settings (NEARDUP_K, NEARDUP_TABLES, NEARDUP_MINHASH, NEARDUP_BANDS, NEARDUP_ROWS, "
-                f"NEARDUP_JACCARD).")
+        differences = state_differences(json.loads(meta_path.read_text()), meta)
+        if differences:
+            raise StateMismatch(state_dir, differences)
     else:
         meta_path.write_text(json.dumps(meta) + "\n")
     return RocksStore(state_dir / "index", prefix_bytes=settings.design.prefix_bytes), RocksStore(state_dir / "urls")

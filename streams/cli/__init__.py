@@ -66,14 +66,22 @@ def scan(
 def worker(
     loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="debug, info, warning or error")] = "info",
 ) -> None:
-    """Run a Faust worker (NEARDUP_BROKER, NEARDUP_DATA_DIR, NEARDUP_WEB_PORT)."""
+    """Run a Faust worker (NEARDUP_BROKER, NEARDUP_DATA_DIR, NEARDUP_WEB_PORT). It refuses to start (exit
+    code 2) when its state settings differ from those its app id's state was built with."""
     from faust.worker import Worker
 
-    from streams.admin import internal_partitions
+    from streams.admin import StateSettingsDiffer, check_state_settings, create_changelogs, internal_partitions
     from streams.app import create_app
 
     settings = load()
-    faust_app = create_app(settings, internal_partitions(settings))  # the partitions of the topics on the broker
+    partitions = internal_partitions(settings)  # the partitions of the topics on the broker
+    try:  # before any changelog topic is made or the group joined
+        check_state_settings(settings)
+    except StateSettingsDiffer as exc:
+        print(f"neardup worker: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    create_changelogs(settings, partitions)
+    faust_app = create_app(settings, partitions)
     Worker(faust_app, loglevel=loglevel).execute_from_commandline()
 
 
@@ -94,9 +102,10 @@ def topics_create(
 @topics_app.command("list")
 def topics_list() -> None:
     """The topics neardup uses and what each carries."""
-    from streams.topics import topic_specs
+    from streams.topics import settings_spec, topic_specs
 
-    for spec in topic_specs(load()):
+    settings = load()
+    for spec in [*topic_specs(settings), settings_spec(settings)]:
         print(f"{spec.name}\t{spec.doc}")
 
 
