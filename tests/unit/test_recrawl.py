@@ -98,7 +98,8 @@ def test_an_earlier_fetch_of_the_same_main_text_moves_the_version_to_its_body() 
 
 def changed(url: str, i: int) -> Fetch:
     """The i-th main text of a page whose text changes on every crawl."""
-    return Fetch(url, "a.example", T0 + 1000 * i, 0.0, f"{i:064x}", f"{i:063x}f", (0x9E3779B97F4A7C15 * (i + 1)) % 2**64)
+    simhash = (0x9E3779B97F4A7C15 * (i + 1)) % 2**64
+    return Fetch(url, "a.example", T0 + 1000 * i, 0.0, f"{i:064x}", f"{i:063x}f", simhash)
 
 
 def test_versions_per_url_are_capped_and_their_index_entries_removed() -> None:
@@ -137,3 +138,13 @@ def test_a_removal_travels_as_a_probe() -> None:
     removal = Probe(1, b"a", b"b", b"g", f.version, remove=True)
     assert len(plain.to_list()) == 5, "probes without removal keep their wire form"
     assert Probe.from_list(plain.to_list()) == plain and Probe.from_list(removal.to_list()) == removal
+
+
+def test_a_removal_survives_the_probes_record() -> None:
+    from streams import records
+
+    f = changed("https://a.example/x", 1)
+    assert f.version is not None
+    probes = [Probe(1, b"a", b"b", b"g", f.version), Probe(2, b"c", b"d", b"h", f.version, remove=True)]
+    [raw] = list(records.probe_records(probes))
+    assert records.decode_probes(raw) == probes
