@@ -63,6 +63,7 @@ MIN_URL_BYTES = 256
 MESSAGE_BYTES_PER_URL_BYTE = 8
 """The URL cap is at most this fraction of the message limit: a decision holds its URL four times
 (key, `url`, `duplicate_of`, `host`), and JSON writes some characters (`"`, `\\`) in two bytes."""
+MAX_VERSIONS = 64
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ class CoreSettings:
     """Rows (8-bit minima) per band: 1 to 32; the signature has bands * rows rows."""
     jaccard: float = 0.75
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
+    max_versions: int = 4
+    """Versions (distinct main texts) a URL keeps, its latest by fetch: 1 to 64. Beyond it the oldest
+    version leaves the URL's state and the index (`neardup_core/dedup/gather.py`), so a page whose
+    text changes on every crawl costs bounded state; pages that arrive after that match it no more."""
     retention_ms: int | None = None
     """Versions first fetched, and URL states last fetched, longer ago than this (in event time) are
     removed (`neardup_core/dedup/retention.py`): None (keep everything) or 1 ms to 36,600 days."""
@@ -124,6 +129,7 @@ class CoreSettings:
         check_int("bands", self.bands, 1, MAX_BANDS)
         check_int("rows", self.rows, 1, MAX_ROWS)
         check_float("jaccard", self.jaccard, 0.0, 1.0, low_open=True)
+        check_int("max_versions", self.max_versions, 1, MAX_VERSIONS)
         if self.retention_ms is not None:
             check_int("retention_ms", self.retention_ms, 1, MAX_RETENTION_DAYS * DAY_MS)
         if abs(self.jaccard * 100 - round(self.jaccard * 100)) > 1e-9:

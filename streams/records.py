@@ -13,7 +13,8 @@ tables: what one step sends to one partition travels in one record.
 The first element of each record is its format version, so a later format can be told apart.
 Format 3 adds the MinHash signature: a `Fetch` list may carry it as a ninth element (base64), a
 page version (in a `Probe`) as a seventh (bytes), a `Match` its Jaccard estimate as a fourth. A
-format-2 record is a format-3 record without them, so format 2 is still read.
+format-2 record is a format-3 record without them, so format 2 is still read. A probe that removes
+its page's entry (`Probe.remove`) carries `true` as a sixth element; other probes are as before.
 """
 
 from __future__ import annotations
@@ -176,12 +177,12 @@ def decode_probes(raw: bytes) -> list[Probe]:
     identity, id and rank once)."""
     pages: dict[tuple[Any, ...], PageVersion] = {}
     out = []
-    for table, lo, hi, group, page in _body(raw, "probes"):
+    for table, lo, hi, group, page, *remove in _body(raw, "probes"):
         key = tuple(page)
         version = pages.get(key)
         if version is None:
             version = pages[key] = PageVersion.from_list(page)
-        out.append(Probe(table, lo, hi, group, version))
+        out.append(Probe(table, lo, hi, group, version, bool(remove and remove[0])))
     return out
 
 

@@ -156,6 +156,8 @@ class Settings:
     the worker's partitions without a rebalance."""
     host_window_s: int = _env("NEARDUP_HOST_WINDOW_S", 3600, _int)
     """Window of the per-host statistics, by fetch time."""
+    max_versions: int = _env("NEARDUP_MAX_VERSIONS", 4, _int)
+    """Versions (distinct main texts) a URL keeps, its latest by fetch; older ones leave the index."""
     retention_days: float | None = _env("NEARDUP_RETENTION_DAYS", None, _days_or_off)
     """Forget versions and URL states older than this, by event time (None: keep everything)."""
     security_protocol: str = _env("NEARDUP_SECURITY_PROTOCOL", "PLAINTEXT")
@@ -233,7 +235,7 @@ class Settings:
                                 max_body_bytes=self.max_body_bytes, max_url_bytes=self.max_url_bytes,
                                 max_message_bytes=self.max_message_bytes,
                                 decision_timeout_ms=round(timeout_s * 1000),
-                                host_window_s=self.host_window_s,
+                                host_window_s=self.host_window_s, max_versions=self.max_versions,
                                 retention_ms=None if retention is None else max(1, round(retention * DAY_MS)))
         except SettingError as exc:
             if exc.name == "decision_timeout_ms":  # the core's rule, in the variable's unit

@@ -5,12 +5,18 @@ the URL table: the versions (bodies) seen at the URL, which one is
 current (the latest fetch), and the last decision published. Everything it does is idempotent
 and monotone, so replays and duplicate deliveries re-send at most an equal decision:
 
-1. A fetch of a known body at a time no earlier than the version's first fetch is a recrawl of
-   unchanged content: the version's decision comes back without a probe (if the version is
-   still waiting for answers, its probes go out again: idempotent, and a crash may have lost them).
-2. A new body (or an earlier fetch of a known one, which improves its rank) starts a probe
-   round: one probe per table, answers counted per table for that round (an answer may speak for
-   several tables of one partition).
+1. A fetch of a version the URL holds, at a time no earlier than the version's first fetch, is a
+   recrawl of unchanged content: the version's decision comes back without a probe (if the version
+   is still waiting for answers, its probes go out again: idempotent, and a crash may have lost
+   them). A fetch is of a held version when its body is that version's, or when its body is new but
+   its main text (`text_sha256`) is a held version's: a rotating token, an ad or a timestamp outside
+   the main text makes no new version and no new index entries (`UrlState.version_of`). Equal bodies
+   have equal main texts, so the index loses no match by not holding the new body's digest. The
+   decision keeps naming the body that ranks the version (its first fetch's).
+2. A new main text (or an earlier fetch of a held version, which ranks it from then on) starts a
+   probe round: one probe per table, answers counted per table for that round (an answer may speak
+   for several tables of one partition). An earlier fetch with another body moves the version to
+   that body's id, and the entries under its old id are removed from the index.
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
    candidates ranked better than the version count.
 4. A version is complete when every table of its current round answered; a tick past its
@@ -20,6 +26,13 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
 5. The URL's decision is its current version's; a new revision is published whenever that
    changes, with a revision number that only grows, together with the decision it replaces (what
    the host statistics move the URL out of).
+6. A URL holds at most `CoreSettings.max_versions` versions, its latest by fetch (the current one
+   always among them): a new one beyond that lets the oldest go, from the URL's state and, by
+   removal probes (`Probe.remove`) sent after the probes that inserted it, from the index. So a
+   page whose main text changes on every crawl costs bounded state. The rule stays exact over what
+   the index holds: a page decided while an old version was held keeps its decision, and a page
+   arriving after the version went is decided as if it never existed, as with a retention
+   (`neardup_core/testing/oracle.py` models it in arrival order).
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, table_ids
+from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, removals_for, table_ids
 from neardup_core.index.tables import TableDesign
 from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
@@ -103,6 +116,18 @@ class UrlState:
 
     def last_decision(self) -> Decision | None:
         return Decision(**self.published) if self.published is not None else None
+
+    def version_of(self, fetch: Fetch) -> tuple[str, VersionState | None]:
+        """The held version a fetch is of, with the id (hex) it is held under: the version of its
+        body, else the version of its main text (a recrawl whose raw bytes moved); else None, with
+        the id a new version of the fetch would get."""
+        vid = version_id(fetch.url, fetch.body_sha256).hex()
+        known = self.versions.get(vid)
+        if known is None and fetch.version is not None:
+            for held, version in self.versions.items():
+                if version.page is not None and version.page.text_sha256 == fetch.text_sha256:
+                    return held, version
+        return vid, known
 
     def current(self) -> VersionState | None:
         """The version of the latest fetch (ties: the larger body digest, for determinism)."""
@@ -187,9 +212,10 @@ class Gather:
         return self.settings.decision_timeout_ms
 
     def on_fetch(self, state: UrlState, fetch: Fetch, now_ms: int) -> tuple[list[Probe], list[Published]]:
-        vid = version_id(fetch.url, fetch.body_sha256).hex()
-        known = state.versions.get(vid)
+        """The probes a fetch causes (removals first) and the decisions to publish (steps 1, 2, 6)."""
+        held, known = state.version_of(fetch)
         probes: list[Probe] = []
+        removals: list[Probe] = []
         replay = known is not None and fetch.fetched_at_ms <= known.last_fetch_ms
         if known is not None and fetch.fetched_at_ms >= known.fetch.fetched_at_ms:
             known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
@@ -197,14 +223,33 @@ class Gather:
                 # a replay after a crash may find the round started but its probes never sent
                 probes = probes_for(self.design, known.page)
         elif known is not None:
+            vid = version_id(fetch.url, fetch.body_sha256).hex()
+            if vid != held:  # the same main text, first fetched with another body: the version moves to it
+                if known.page is not None:
+                    removals = removals_for(self.design, known.page)
+                del state.versions[held]
+                state.versions[vid] = known
             known.fetch = fetch
             known.last_fetch_ms = max(known.last_fetch_ms, fetch.fetched_at_ms)
             probes = self._start_round(known, now_ms)
         else:
             new = VersionState(fetch, fetch.fetched_at_ms, 0)
-            state.versions[vid] = new
+            state.versions[held] = new
             probes = self._start_round(new, now_ms)
-        return probes, self._publish(state, now_ms, replay=replay)
+            removals = self._let_go(state)
+        return removals + probes, self._publish(state, now_ms, replay=replay)
+
+    def _let_go(self, state: UrlState) -> list[Probe]:
+        """Drop the URL's oldest versions beyond `max_versions` (by latest fetch, as `current` orders
+        them, so the current one stays); the removals of their index entries."""
+        order = sorted(state.versions, key=lambda v: (state.versions[v].last_fetch_ms,
+                                                      state.versions[v].fetch.body_sha256))
+        removals: list[Probe] = []
+        for vid in order[:max(0, len(order) - self.settings.max_versions)]:
+            page = state.versions.pop(vid).page
+            if page is not None:
+                removals += removals_for(self.design, page)
+        return removals
 
     def _start_round(self, version: VersionState, now_ms: int) -> list[Probe]:
         page = version.page

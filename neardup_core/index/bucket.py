@@ -67,24 +67,29 @@ from neardup_core.store.overlay import Overlay
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Look up and insert `page` in one bucket, [lo, hi) of table `table`, as a member of `group`."""
+    """Look up and insert `page` in one bucket, [lo, hi) of table `table`, as a member of `group`;
+    with `remove`, take the page's entry out of that bucket instead (its URL let the version go:
+    `removals_for`). A removal travels as a probe so it reaches the partition that holds the
+    bucket, after the probes that inserted the entry."""
 
     table: int
     lo: bytes
     hi: bytes
     group: bytes
     page: PageVersion
+    remove: bool = False
 
     @property
     def entry_key(self) -> bytes:
         return self.group + self.page.version_id
 
     def to_list(self) -> list[Any]:
-        return [self.table, self.lo, self.hi, self.group, self.page.to_list()]
+        out = [self.table, self.lo, self.hi, self.group, self.page.to_list()]
+        return [*out, True] if self.remove else out
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Probe:
-        return cls(data[0], data[1], data[2], data[3], PageVersion.from_list(data[4]))
+        return cls(data[0], data[1], data[2], data[3], PageVersion.from_list(data[4]), len(data) > 5 and bool(data[5]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +171,11 @@ def probes_for(design: TableDesign, page: PageVersion) -> list[Probe]:
             group = near_group_key(table, permuted)
         out.append(Probe(table, lo, hi, group, page))
     return out
+
+
+def removals_for(design: TableDesign, page: PageVersion) -> list[Probe]:
+    """The removals of a version's entries: one per table it was probed in (`probes_for`)."""
+    return [Probe(p.table, p.lo, p.hi, p.group, p.page, remove=True) for p in probes_for(design, page)]
 
 
 def encode_page(page: PageVersion) -> bytes:
@@ -303,6 +313,36 @@ def group_members(store: Store, group: bytes) -> list[PageVersion]:
     return out
 
 
+def drop_from_summary(store: Store, group: bytes, vid: bytes) -> None:
+    """Rebuild the group's summary without `vid` if it names it (its entry is already deleted), or drop
+    it when fewer than two members remain: members the version dominated become undominated again,
+    so a later better page revises them."""
+    raw = store.get(group)
+    if raw is None or all(m.version_id != vid for m in decode_summary(raw)):
+        return
+    members = group_members(store, group)
+    if len(members) >= 2:
+        store.put(group, encode_summary(summary_of(members)))
+    else:
+        store.delete(group)
+
+
+def remove_entry(store: Store, probe: Probe) -> int:
+    """Carry out a removal (`Probe.remove`): the page's entry in the probe's group goes, the group's
+    summary forgets it, and so does the version record this store holds (with its expiry key, when a
+    retention wrote one). Idempotent; the entries removed (0 or 1)."""
+    vid = probe.page.version_id
+    found = store.get(probe.entry_key) is not None
+    if found:
+        store.delete(probe.entry_key)
+    record = store.get(version_record_key(vid))
+    if record is not None:
+        store.delete(expiry_key(decode_page(record).fetched_at_ms, vid))
+        store.delete(version_record_key(vid))
+    drop_from_summary(store, probe.group, vid)
+    return int(found)
+
+
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                  records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None,
                  window_ms: int | None = None) -> tuple[Answer, list[Revision]]:
@@ -402,12 +442,16 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
                 window_ms: int | None = None) -> tuple[list[Answer], list[Revision]]:
     """Apply probes in order with one write to the store: one answer per page version and round
     (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
-    `probe_bucket`."""
+    `probe_bucket`. A removal (`Probe.remove`) answers nothing."""
     overlay = Overlay(store)
     answers: dict[tuple[bytes, int], Answer] = {}
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     for probe in probes:
+        if probe.remove:
+            remove_entry(overlay, probe)
+            records.pop(probe.page.version_id, None)
+            continue
         answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms)
         key = (answer.version_id, answer.round_ms)
         if key in answers:

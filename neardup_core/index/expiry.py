@@ -10,8 +10,9 @@ are the front of one time-ordered key range, and a sweep takes at most `limit` o
 2. For each table the version was probed in (`probes_for` of its record), its entry goes, if this
    store holds it (a worker's partition holds the buckets it owns, not all of them).
 3. Where the group kept a summary naming the version, the summary is rebuilt from the group's
-   remaining entries (`summary_of`), or dropped when fewer than two remain: members the removed
-   version dominated become undominated again, so a later better page revises them.
+   remaining entries (`bucket.drop_from_summary`, as for a version its URL let go), or dropped when
+   fewer than two remain: members the removed version dominated become undominated again, so a later
+   better page revises them.
 4. The version record goes.
 
 The expired entries are spread over every bucket (key order is bucket order, not time order), so they
@@ -24,14 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import islice
 
-from neardup_core.index.bucket import (
-    decode_page,
-    decode_summary,
-    encode_summary,
-    group_members,
-    probes_for,
-    summary_of,
-)
+from neardup_core.index.bucket import decode_page, drop_from_summary, probes_for
 from neardup_core.index.keys import expired_range, expiry_of_key, version_record_key
 from neardup_core.index.tables import TableDesign
 from neardup_core.store.base import Store
@@ -62,19 +56,7 @@ def expire_versions(store: Store, design: TableDesign, horizon_ms: int, limit: i
                 continue
             store.delete(probe.entry_key)
             entries += 1
-            _drop_from_summary(store, probe.group, vid)  # 3.
+            drop_from_summary(store, probe.group, vid)  # 3.
         store.delete(version_record_key(vid))  # 4.
         versions += 1
     return IndexExpiry(versions, entries)
-
-
-def _drop_from_summary(store: Store, group: bytes, vid: bytes) -> None:
-    """Rebuild the group's summary without `vid` if it names it (its entry is already deleted)."""
-    raw = store.get(group)
-    if raw is None or all(m.version_id != vid for m in decode_summary(raw)):
-        return
-    members = group_members(store, group)
-    if len(members) >= 2:
-        store.put(group, encode_summary(summary_of(members)))
-    else:
-        store.delete(group)

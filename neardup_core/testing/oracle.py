@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from neardup_core.dedup.gather import JACCARD_DIGITS
@@ -35,25 +37,45 @@ def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVer
     return out
 
 
-def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None = None
-                        ) -> dict[str, tuple[str, str | None, int | None]]:
+def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None = None,
+                        max_versions: int | None = None) -> dict[str, tuple[str, str | None, int | None]]:
     """The oracle's decisions for a set of fetches, in any order, with duplicates and recrawls.
 
-    A version is a (URL, body) pair ranked by its first fetch; a URL's decision is about the
-    body of its latest fetch. URLs are compared by their identity (`url_identity`), and the
-    decisions are keyed by it.
+    A version is a URL's main text (a skipped fetch's: its body), ranked by its first fetch, whose
+    body it carries: a recrawl whose raw bytes moved while its main text stayed is no new version
+    (`neardup_core/dedup/gather.py`). A URL's decision is about the version of its latest fetch.
+    URLs are compared by their identity (`url_identity`), and the decisions are keyed by it.
+
+    With `max_versions` (`CoreSettings.max_versions`), a URL lets its oldest versions go, and what
+    a page matches depends on arrival order, as the engine's does: `fetches` are taken in the order
+    they arrive, and a version counts for a URL's current version if it had not gone when the current
+    version was probed (after that, its own probe found the current version). Each URL's fetches must
+    arrive in fetch-time order (a crawler's recrawls do), so a version is probed once; else ValueError.
     """
     fetches = list(fetches)
-    versions, current = _versions(fetches)
-    skipped = list(dict.fromkeys(u for f in fetches if (u := url_identity(f.url)) not in current))
-    return oracle_decisions(versions, current, k, skipped, lsh)
+    if max_versions is None:
+        versions, current = _versions(fetches)
+        skipped = list(dict.fromkeys(u for f in fetches if (u := url_identity(f.url)) not in current))
+        return oracle_decisions(versions, current, k, skipped, lsh)
+    lives, held = _capped_versions(fetches, max_versions)
+    out: dict[str, tuple[str, str | None, int | None]] = {}
+    for url, life in held.items():
+        if life.page is None:
+            out[url] = ("skipped", None, None)
+            continue
+        best: Match | None = None
+        for other in lives:
+            if other.page is not None and other.gone > life.probed and better_ranked(other.page, life.page):
+                best = better(best, match_of(life.page, other.page, k, lsh))
+        out[url] = (verdict_of(best), best.candidate.url if best else None, best.distance if best else None)
+    return out
 
 Said = tuple[Any, ...]
 """(verdict, duplicate_of, distance) or (verdict, duplicate_of, distance, jaccard) of a URL."""
 
 
 def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int, *, chains: bool = False,
-                  lsh: BandDesign | None = None) -> list[str]:
+                  lsh: BandDesign | None = None, max_versions: int | None = None) -> list[str]:
     """What breaks the decision rule in `decided` ((verdict, duplicate_of, distance) per URL), for
     the oracle over `fetches`; empty when nothing does.
 
@@ -61,14 +83,20 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
     the oracle's exactly. `duplicate_of` need not be the oracle's best match: it
     must name a URL with a better-ranked version that matches the page by the verdict's kind (an
     exact match when the verdict is exact), at the distance given (and with the Jaccard estimate
-    given, when the tuples carry one). With `chains`, following
+    given, when the tuples carry one; with `max_versions`, any version the URL ever held counts, gone
+    or not, and the verdicts are those of `oracle_from_fetches` in the fetches' order). With `chains`, following
     `duplicate_of` from any duplicate must end, without a cycle, at a page that is not a duplicate:
     true when every URL has one body; a URL recrawled with another body can be the duplicate of
     content another URL used to have and the other way round (the oracle's own best matches too).
     """
     fetches = list(fetches)
-    expected = oracle_from_fetches(fetches, k, lsh)
-    versions, current = _versions(fetches)
+    expected = oracle_from_fetches(fetches, k, lsh, max_versions)
+    if max_versions is None:
+        versions, current = _versions(fetches)
+    else:
+        lives, held = _capped_versions(fetches, max_versions)
+        versions = [life.page for life in lives if life.page is not None]
+        current = {url: life.page for url, life in held.items() if life.page is not None}
     by_url: dict[str, list[PageVersion]] = {}
     for v in versions:
         by_url.setdefault(v.identity, []).append(v)
@@ -104,18 +132,62 @@ def rule_problems(decided: Mapping[str, Said], fetches: Iterable[Fetch], k: int,
     return problems
 
 
+def _version_key(f: Fetch) -> tuple[str, str, str]:
+    """What makes a fetch a version of its URL: its main text, or its body when it has none."""
+    page = f.version
+    return (page.identity, "text", page.text_sha256) if page is not None else (url_identity(f.url), "body",
+                                                                              f.body_sha256)
+
+
 def _versions(fetches: list[Fetch]) -> tuple[list[PageVersion], dict[str, PageVersion]]:
-    """Every indexed version (ranked by its first fetch) and each URL's current one, by URL identity."""
-    first: dict[tuple[str, str], Fetch] = {}
-    latest: dict[str, Fetch] = {}
+    """Every indexed version (ranked by its first fetch) and each URL's current one, by URL identity:
+    the version of its latest fetch (ties: the larger first body, as `UrlState.current` orders)."""
+    first: dict[tuple[str, str, str], Fetch] = {}
+    last: dict[tuple[str, str, str], int] = {}
     for f in fetches:
-        url = url_identity(f.url)
-        key = (url, f.body_sha256)
+        key = _version_key(f)
         if key not in first or f.fetched_at_ms < first[key].fetched_at_ms:
             first[key] = f
-        if url not in latest or (f.fetched_at_ms, f.body_sha256) > (latest[url].fetched_at_ms,
-                                                                    latest[url].body_sha256):
-            latest[url] = f
+        last[key] = max(last.get(key, f.fetched_at_ms), f.fetched_at_ms)
+    latest: dict[str, tuple[str, str, str]] = {}
+    for key in first:
+        url = key[0]
+        if url not in latest or (last[key], first[key].body_sha256) > (last[latest[url]],
+                                                                      first[latest[url]].body_sha256):
+            latest[url] = key
     versions = [v for f in first.values() if (v := f.version) is not None]
-    current = {url: v for url, f in latest.items() if (v := first[(url, f.body_sha256)].version) is not None}
+    current = {url: v for url, key in latest.items() if (v := first[key].version) is not None}
     return versions, current
+
+
+@dataclass(slots=True)
+class _Life:
+    """One version from its probe to when its URL let it go (arrival positions; `gone` never: inf)."""
+
+    page: PageVersion | None
+    body: str
+    first_ms: int
+    last_ms: int
+    probed: int
+    gone: float = math.inf
+
+
+def _capped_versions(fetches: list[Fetch], max_versions: int) -> tuple[list[_Life], dict[str, _Life]]:
+    """Every version's life in arrival order, and the current version each URL holds at the end."""
+    lives: list[_Life] = []
+    held: dict[str, dict[tuple[str, str, str], _Life]] = {}
+    for at, f in enumerate(fetches):
+        key = _version_key(f)
+        versions = held.setdefault(key[0], {})
+        life = versions.get(key)
+        if life is not None:
+            if f.fetched_at_ms < life.first_ms:
+                raise ValueError(f"{f.url}: fetched at {f.fetched_at_ms}, before a version it holds was first fetched")
+            life.last_ms = max(life.last_ms, f.fetched_at_ms)
+            continue
+        life = versions[key] = _Life(f.version, f.body_sha256, f.fetched_at_ms, f.fetched_at_ms, at)
+        lives.append(life)
+        for old in sorted(versions, key=lambda v: (versions[v].last_ms, versions[v].body))[:-max_versions]:
+            versions.pop(old).gone = at
+    current = {url: max(versions.values(), key=lambda v: (v.last_ms, v.body)) for url, versions in held.items()}
+    return lives, current

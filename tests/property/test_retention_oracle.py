@@ -6,6 +6,7 @@ deliveries, and also when the sweep lags behind (a few versions per step)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -26,8 +27,14 @@ NOW = T0 + 10**8
 
 
 def phase(seed: int, start: int) -> list[Fetch]:
-    """A crawl (`make_crawl`: clusters, recrawls, other bodies, skipped pages) squeezed into [start, start + 1000)."""
-    return [dataclasses.replace(f, fetched_at_ms=start + (f.fetched_at_ms - T0 + 500) // 20) for f in make_crawl(seed)]
+    """A crawl (`make_crawl`: clusters, recrawls, other bodies, skipped pages) squeezed into [start, start + 1000).
+
+    A body has one main text (extraction is a function of the body), and a recrawl with the main text of a
+    version its URL holds is no new version: the crawls of two seeds put one body under two main texts at
+    one URL, which no real crawl can, so each body here is named by its body and its main text together."""
+    return [dataclasses.replace(f, fetched_at_ms=start + (f.fetched_at_ms - T0 + 500) // 20,
+                                body_sha256=hashlib.sha256(f"{f.body_sha256}{f.text_sha256}".encode()).hexdigest())
+            for f in make_crawl(seed)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
