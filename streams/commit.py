@@ -28,6 +28,10 @@ equal records. Recovery (`streams.stores.PrefixRocksStore.apply_changelog_batch`
 an older generation than one it has applied to that partition: a stalled worker that the group has
 replaced cannot overwrite its successor's state.
 
+Step 1 uses Faust's producer (`ProducerT.send`, an explicit partition), not `Collection.send_changelog`:
+that one's delivery callback writes the persisted offset to RocksDB at once, before step 5 has written
+the records it covers, and a worker killed in between would resume its recovery past them.
+
 Anything that fails in 1-5 (or while processing) is not handled here: `guarded` turns it into one
 log line and an exit with `EXIT_FAILED`, so the group rebalances and another worker (or this one,
 restarted) replays the take. A record that cannot be processed at all is not such a failure: the
