@@ -51,16 +51,12 @@ from typing import Any, NoReturn, cast
 from faust.types import TP, AppT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
-from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore
+from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
 
 log = logging.getLogger(__name__)
 
 EXIT_FAILED = 70
 """The worker's exit code when a take could not be committed (sysexits' EX_SOFTWARE)."""
-
-
-def generation_bytes(generation: int) -> bytes:
-    return max(generation, 0).to_bytes(8, "big")
 
 
 def stop_worker(what: str, exc: BaseException) -> NoReturn:

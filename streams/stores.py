@@ -32,8 +32,15 @@ STORE_URL = "neardup-rocks://local"
 BATCH_PREFIX = b"\x00neardup-batch\x00"
 # in each partition's RocksDB: the highest writer generation applied to it (beside Faust's offset key)
 GENERATION_KEY = b"__neardup\x00generation__"
-GENERATION_HEADER = "neardup-generation"
-"""Changelog record header: the consumer group generation of the worker that wrote it (8 bytes, big endian)."""
+GENERATION_HEADER = "gen"
+"""Changelog record header: the consumer group generation of the worker that wrote it (`generation_bytes`).
+Short, as every changelog record carries it."""
+
+
+def generation_bytes(generation: int) -> bytes:
+    """A generation as the fewest big-endian bytes (one at least): 1-3 bytes for any real group."""
+    generation = max(generation, 0)
+    return generation.to_bytes(max(1, (generation.bit_length() + 7) // 8), "big")
 
 
 def decode_write_set(raw: bytes) -> list[tuple[bytes, bytes | None]]:

@@ -15,7 +15,7 @@ import pytest
 from faust.types import TP, Message
 
 from streams.commit import Take
-from streams.stores import GENERATION_HEADER, GENERATION_KEY, PrefixRocksStore, record_generation
+from streams.stores import GENERATION_HEADER, GENERATION_KEY, PrefixRocksStore, generation_bytes, record_generation
 from tests.functional.memory_kafka import MemoryKafka
 from tests.functional.test_agents import (
     GATHER,
@@ -91,7 +91,7 @@ def test_a_take_reaches_rocksdb_only_after_its_changelog_is_acknowledged(tmp_pat
 
 
 def changelog_event(partition: int, offset: int, key: bytes, value: bytes | None, generation: int | None) -> Any:
-    headers = [(GENERATION_HEADER, generation.to_bytes(8, "big"))] if generation is not None else []
+    headers = [(GENERATION_HEADER, generation_bytes(generation))] if generation is not None else []
     message = Message("app-urls-changelog", partition, offset, 0.0, 0, headers, key, value, None,
                       tp=TP("app-urls-changelog", partition))
     return SimpleNamespace(message=message)
@@ -113,6 +113,8 @@ def test_recovery_skips_the_records_of_a_stalled_writer_after_its_successors(tmp
         assert (db.get(b"k1"), db.get(b"k2"), db.get(b"k3")) == (b"new owner", None, b"no header")
         assert db.get(store.offset_key) == b"5" and db.get(GENERATION_KEY) == (6).to_bytes(8, "big")
         assert record_generation(events[0].message.headers) == 5 and record_generation([]) is None
+        assert [record_generation([(GENERATION_HEADER, generation_bytes(g))]) for g in (0, 255, 256, 70_000)] \
+            == [0, 255, 256, 70_000]
         assert [k for k, _ in store.scan(2, b"", b"\xff" * 40)] == [b"k1", b"k3"]  # bookkeeping keys not scanned
 
     in_memory(settings_for(tmp_path), scenario)
