@@ -30,7 +30,8 @@ After each round:
   the keys whose last record is a tombstone are counted apart (compaction drops them after
   `delete.retention.ms`); also the key+value bytes of all records in the log (the history, less what
   the cleaner removed), records and distinct keys.
-  Headers (the writer generation: 26 bytes per record before it was shortened to a `gen` header of 4-6 bytes) are left out of both. The changelogs roll
+  Headers (the writer generation, a `gen` header of 4-6 bytes per record; 26 bytes before 2026-12-04
+  15:30) are left out of both. The changelogs roll
   64 MiB segments in production (`streams.topics.CHANGELOG_SEGMENT_BYTES`), and Kafka compacts closed
   segments only, so at these sizes nothing would be compacted; the bench sets `--segment-bytes` (1 MiB)
   and `min.cleanable.dirty.ratio` 0.1 on them, and waits `--cleaner-wait` seconds after each round (the
