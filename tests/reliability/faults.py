@@ -53,14 +53,21 @@ def produce(cluster: Cluster, topic: str, records: list[tuple[bytes | None, byte
     return [w for w in where if w is not None]
 
 
-def alter_topic_config(cluster: Cluster, topic: str, config: dict[str, str | None]) -> None:
+def changelog_topics(cluster: Cluster) -> list[str]:
+    """The full names of the app's table changelog topics."""
+    from streams.topics import changelog_specs
+
+    return [spec.name for spec in changelog_specs(cluster.settings)]
+
+
+def alter_topic_config(cluster: Cluster, topic: str, config: dict[str, str | None], *, full_name: bool = False) -> None:
     """Sets (a value) or removes (None: back to the broker's default) configs of the app's `topic`
-    (`cluster.topic(topic)`) at the broker, as an operator would with `kafka-configs --alter`, and
-    waits until the broker describes them so."""
+    (`cluster.topic(topic)`, or `topic` itself with `full_name`) at the broker, as an operator would
+    with `kafka-configs --alter`, and waits until the broker describes them so."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
     admin = AdminClient(cluster.settings.confluent_config())
-    name = cluster.topic(topic)
+    name = topic if full_name else cluster.topic(topic)
     entries = [ConfigEntry(k, v if v is not None else "",
                            incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE)
                for k, v in config.items()]
