@@ -15,7 +15,7 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.testing.oracle import rule_problems
 from streams.cli.scan import run_scan
-from streams.devcluster import Cluster, latest_by_url
+from streams.devcluster import Cluster, ClusterError, Record, latest_by_url
 from streams.settings import Settings
 
 K = 3
@@ -61,7 +61,10 @@ def scan_decisions(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, 
 
 
 def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list[dict[str, Any]],
-                delivered: list[dict[str, Any]] | None = None) -> None:
+                delivered: list[dict[str, Any]] | None = None, *,
+                verdicts_seen: frozenset[str] = frozenset({"unique", "near_duplicate", "exact_duplicate"})) -> None:
+    """G1-G3 for the good `events`; `verdicts_seen`: the verdicts the input is made to produce (a check
+    that the test exercised the rule, not only `unique`)."""
     latest = latest_by_url(decisions)
     dump_latest(latest)
     good_urls = {e["url"] for e in events}
@@ -77,4 +80,23 @@ def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list
     assert rule_problems(scanned, fetches, K, lsh=LSH) == [], "G3: scan's decisions keep the rule"
     assert {u: said[0] for u, said in got.items()} == {u: said[0] for u, said in scanned.items()}, \
         "G3: scan gives the same verdicts"
-    assert {said[0] for said in got.values()} >= {"unique", "near_duplicate", "exact_duplicate"}
+    assert {said[0] for said in got.values()} >= verdicts_seen
+
+
+def read_rejected(pipeline: Cluster, expected: set[tuple[str, int, int]], *, timeout_s: float = 180.0,
+                  settle_s: float = 3.0) -> list[tuple[Record, dict[str, Any]]]:
+    """The dead letters on `pages.rejected` (each record as read, for its key and value sizes, and its
+    JSON), once every `(topic, partition, offset)` of `expected` has one and nothing new came for
+    `settle_s`. A timeout raises `ClusterError` naming the inputs still without a dead letter."""
+    letters: list[tuple[Record, dict[str, Any]]] = []
+
+    def seen() -> set[tuple[str, int, int]]:
+        return {(d.get("topic"), d.get("partition"), d.get("offset")) for _, d in letters}
+
+    try:
+        pipeline.follow("pages.rejected", lambda r: letters.append((r, r.json())),
+                        lambda: expected <= seen(), settle_s=settle_s, timeout_s=timeout_s)
+    except ClusterError as exc:
+        raise ClusterError(f"no dead letter for {sorted(expected - seen())}; dead letters for "
+                           f"{sorted(seen())}\n{exc}") from None
+    return letters
