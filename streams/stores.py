@@ -93,7 +93,9 @@ class PrefixRocksStore(RocksDBStore):
         return Path(self.table_name)
 
     def partition_db(self, partition: int) -> Any:
-        """The partition's RocksDB (opened if it is not yet): the Rdict every write lands in."""
+        """The partition's RocksDB (opened if it is not yet): the Rdict every write lands in. Faust's
+        `_db_for_partition` is private but the only way to it (its public API has no partition handle and no
+        range scan); tests/unit/test_upstream.py pins its code."""
         return self._db_for_partition(partition)
 
     def partition_db_path(self, partition: int) -> str:

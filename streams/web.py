@@ -1,7 +1,8 @@
 """The worker's web views: `/` (the status page, `streams.status_html`) and `/status.json` (its data,
 `streams.status`), `/metrics` (Prometheus), `/health` (ready or recovering, and what the worker runs
 and holds), `/live` (the process answers) and `/debug/tasks` (where every asyncio task of the worker
-waits, for a worker that seems stuck)."""
+waits, for a worker that seems stuck). The debug views read private attributes of Faust's streams,
+conductor and consumer, for diagnosis only: they change nothing, and a rename upstream breaks only them."""
 
 from __future__ import annotations
 
