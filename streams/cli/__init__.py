@@ -147,12 +147,57 @@ def tune(
     max_k: Annotated[int, typer.Option(help="largest k to evaluate")] = 12,
     min_precision: Annotated[float, typer.Option(help="the precision the recommended setting must reach")] = 0.998,
     report: Annotated[Path | None, typer.Option("--report", help="also write the tables as Markdown")] = None,
+    cost_lost_page: Annotated[float | None, typer.Option(
+        "--cost-lost-page", help="what one page lost by a false merge costs you (with --cost-duplicate-entry)")]
+    = None,
+    cost_duplicate_entry: Annotated[float | None, typer.Option(
+        "--cost-duplicate-entry", help="what one duplicate left in the index (a missed duplicate) costs you")]
+    = None,
+    duplicate_rate: Annotated[float | None, typer.Option(
+        "--duplicate-rate", help="the share of your crawl's pages that duplicate an earlier one (0 to 1)")] = None,
+    sample: Annotated[Path | None, typer.Option(
+        "--sample", exists=True, dir_okay=False,
+        help="a sample of your crawl (JSONL or WARC): scanned on a temporary state to estimate the duplicate "
+             "rate")] = None,
 ) -> None:
     """Precision, recall and F1 on labelled pairs for SimHash (per k), MinHash (per bands x rows and J)
-    and both, and the recommended setting."""
-    from streams.cli.tune import run_tune
+    and both, and the recommended setting; with the two costs and a duplicate rate (given or estimated
+    from a sample), the expected lost pages, duplicate entries and cost of every setting, and the
+    cheapest one beside the default."""
+    from neardup_core.testing.cost import CostError, CostModel
+    from streams.cli.tune import estimate_duplicate_rate, run_tune
 
-    run_tune(pairs, plot=plot, max_k=max_k, settings=load(), min_precision=min_precision, report=report)
+    def usage(message: str) -> typer.Exit:
+        print(f"neardup tune: {message}", file=sys.stderr)
+        return typer.Exit(2)
+
+    settings = load()
+    costs = (cost_lost_page, cost_duplicate_entry)
+    cost = None
+    rate_source = "given"
+    if any(c is not None for c in costs) or duplicate_rate is not None or sample is not None:
+        if cost_lost_page is None or cost_duplicate_entry is None:
+            raise usage("--cost-lost-page and --cost-duplicate-entry go together")
+        if (duplicate_rate is None) == (sample is None):
+            raise usage("the costs need a duplicate rate: give --duplicate-rate or --sample (one of them)")
+        if sample is not None:
+            try:
+                duplicate_rate, decided = estimate_duplicate_rate(sample, settings)
+            except (CostError, ValueError) as exc:
+                raise usage(str(exc)) from None
+            rate_source = f"estimated from {decided} URLs of {sample.name}"
+            err.print(f"duplicate rate {duplicate_rate:.4f}: an estimate, the share of duplicate verdicts among "
+                      f"the {decided} URLs `scan` decided in {sample}")
+        assert duplicate_rate is not None
+        try:
+            cost = CostModel(cost_lost_page, cost_duplicate_entry, duplicate_rate)
+        except CostError as exc:
+            message = str(exc)
+            for field in ("cost_lost_page", "cost_duplicate_entry", "duplicate_rate"):
+                message = message.replace(field, "--" + field.replace("_", "-"))
+            raise usage(message) from None
+    run_tune(pairs, plot=plot, max_k=max_k, settings=settings, min_precision=min_precision, report=report,
+             cost=cost, rate_source=rate_source)
 
 
 @app.command()

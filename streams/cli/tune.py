@@ -1,9 +1,12 @@
 """`neardup tune`: precision, recall and F1 on labelled pairs for SimHash (per k), MinHash (per
-bands x rows and J) and both (the decision rule), the recommended setting, and the curves."""
+bands x rows and J) and both (the decision rule), the recommended setting, and the curves; with costs,
+the expected lost pages and duplicate entries of every setting and the cheapest one
+(`neardup_core.testing.cost`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from rich.table import Table
 
 from neardup_core.fingerprint.page import html_fingerprints, text_fingerprints
 from neardup_core.settings import CoreSettings
+from neardup_core.testing.cost import CostModel, SettingCost, cheapest, duplicate_rate_of, setting_costs
 from neardup_core.testing.evaluate import (
     KScore,
     PairScore,
@@ -41,18 +45,64 @@ RECALL_MARGIN = 0.002
 
 
 @dataclasses.dataclass
+class CostResult:
+    """The cost section of a run: the model, where its duplicate rate came from, the cheapest setting,
+    the configured default's figures and every swept setting's."""
+
+    model: CostModel
+    rate_source: str
+    """"given" or "estimated from N URLs of FILE" (a sample run through `scan`)."""
+    recommended: SettingCost
+    default: SettingCost
+    costs: list[SettingCost]
+
+
+@dataclasses.dataclass
 class TuneResult:
     per_k: list[KScore]
     scores: list[SweepScore]
     best: SweepScore
     by_kind: dict[str, dict[str, tuple[int, int]]]
     """kind -> {"simhash k=..." / "recommended": (found, pairs)}."""
+    cost: CostResult | None = None
 
 
 def signature_settings(core: CoreSettings, band_designs: tuple[tuple[int, int], ...]) -> CoreSettings:
-    """The core settings with MinHash on and a signature of the most rows any swept design needs."""
-    rows = max(b * r for b, r in band_designs)
-    return dataclasses.replace(core, minhash=True, bands=rows // 2, rows=2)
+    """The core settings with MinHash on and a signature of the most rows any swept design needs (the
+    configured design's too, so that the default can be scored)."""
+    rows = max(*(b * r for b, r in band_designs), core.bands * core.rows)
+    return dataclasses.replace(core, minhash=True, bands=(rows + 1) // 2, rows=2)
+
+
+def default_score(scores: list[PairScore], core: CoreSettings) -> SweepScore:
+    """The configured setting's counts on the pairs: both (or SimHash alone when MinHash is off) at the
+    configured k, bands x rows and J."""
+    method = "both" if core.minhash else "simhash"
+    scored = sweep(scores, [core.k], [core.jaccard], [(core.bands, core.rows)])
+    return next(s for s in scored if s.method == method)
+
+
+def estimate_duplicate_rate(sample: Path, settings: Settings) -> tuple[float, int]:
+    """(the share of duplicate verdicts, the URLs decided) of a sample of the operator's crawl (JSONL or
+    WARC) run through `scan` with the configured settings on a temporary state, deleted after."""
+    from streams.cli.scan import run_scan
+
+    with tempfile.TemporaryDirectory(prefix="neardup-tune-") as tmp:
+        summary = run_scan(settings, [sample], state=Path(tmp) / "state", out=Path(tmp) / "decisions.jsonl",
+                           processes=1, progress=False)
+    if summary.file_errors:
+        error = summary.file_errors[0]
+        raise ValueError(f"the sample {sample} could not be read to its end: {error.reason}")
+    decided = sum(n for verdict, n in summary.verdicts.items() if verdict != "skipped")
+    return duplicate_rate_of(summary.verdicts), decided
+
+
+def cost_result(swept: list[SweepScore], default: SweepScore, model: CostModel, rate_source: str,
+                min_precision: float, expected_pages: int) -> CostResult:
+    """Every setting's expected cost, the cheapest at the precision floor and the default's figures."""
+    costs = setting_costs(swept, model)
+    best = cheapest(swept, model, min_precision=min_precision, expected_pages=expected_pages)
+    return CostResult(model, rate_source, best, setting_costs([default], model)[0], costs)
 
 
 def cheapest_best(scores: list[SweepScore], min_precision: float, expected_pages: int, method: str = "both"
@@ -68,7 +118,11 @@ def cheapest_best(scores: list[SweepScore], min_precision: float, expected_pages
 
 
 def run_tune(pairs_path: Path, *, plot: Path | None, max_k: int, settings: Settings,
-             min_precision: float = MIN_PRECISION, report: Path | None = None) -> TuneResult:
+             min_precision: float = MIN_PRECISION, report: Path | None = None, cost: CostModel | None = None,
+             rate_source: str = "given") -> TuneResult:
+    """Scores every setting on the labelled pairs, prints the tables and the recommendation (with
+    `cost`: the setting of least expected cost at precision >= `min_precision`), writes the plot and
+    the Markdown report when asked."""
     console = Console(width=max(Console().width, 160))
     core = signature_settings(settings.core, BAND_DESIGNS)
     cache: dict[str, tuple[Any, ...]] = {}
@@ -118,14 +172,82 @@ def run_tune(pairs_path: Path, *, plot: Path | None, max_k: int, settings: Setti
                   f"{MIN_KIND_RECALL} (then the best recall, the fewest tables, the highest J); set "
                   f"NEARDUP_K={best.k} NEARDUP_MINHASH=1 NEARDUP_BANDS={best.bands} NEARDUP_ROWS={best.rows} "
                   f"NEARDUP_JACCARD={best.jaccard:.2f}")
+    costed = None
+    if cost is not None:
+        costed = cost_result(swept, default_score(scores, settings.core), cost, rate_source, min_precision,
+                             settings.expected_pages)
+        console.print(cost_table(costed, settings.expected_pages))
+        console.print(cost_summary(costed, min_precision))
     if plot is not None:
-        write_plot(per_k, swept, best, plot)
+        write_plot(per_k, swept, best, plot, costed)
         console.print(f"plot written to {plot}")
     if report is not None:
-        report.write_text(markdown_report(per_k, swept, best, by_kind, min_precision, settings.expected_pages,
-                                          max_k))
+        text = markdown_report(per_k, swept, best, by_kind, min_precision, settings.expected_pages, max_k)
+        if costed is not None:
+            text = markdown_costs(costed, min_precision, settings.expected_pages) + "\n" + text
+        report.write_text(text)
         console.print(f"tables written to {report}")
-    return TuneResult(per_k, swept, best, by_kind)
+    return TuneResult(per_k, swept, best, by_kind, costed)
+
+
+def model_line(c: CostResult) -> str:
+    m = c.model
+    return (f"duplicate rate {m.duplicate_rate:.4f} ({c.rate_source}); a lost page costs {m.cost_lost_page:g}, "
+            f"a duplicate index entry {m.cost_duplicate_entry:g}; figures per {m.pages:,} crawled pages")
+
+
+def cost_summary(c: CostResult, min_precision: float) -> str:
+    r, d = c.recommended, c.default
+    saving = d.cost - r.cost
+    return (f"least expected cost at precision >= {min_precision}: {r.label}: {r.lost_pages:,.0f} lost pages, "
+            f"{r.duplicate_entries:,.0f} duplicate entries, cost {r.cost:,.0f}; the default {d.label}: "
+            f"{d.lost_pages:,.0f} lost pages, {d.duplicate_entries:,.0f} duplicate entries, cost {d.cost:,.0f}"
+            f" ({'saves' if saving >= 0 else 'costs'} {abs(saving):,.0f} per {c.model.pages:,} pages); "
+            f"{model_line(c)}; set NEARDUP_K={r.score.k if r.score.k is not None else 0} "
+            f"NEARDUP_MINHASH={int(r.score.method != 'simhash')}"
+            + (f" NEARDUP_BANDS={r.score.bands} NEARDUP_ROWS={r.score.rows} NEARDUP_JACCARD={r.score.jaccard:.2f}"
+               if r.score.bands is not None else ""))
+
+
+COST_HEADER = ["setting", "recall", "FP", "FP rate", "lost pages", "duplicate entries", "cost", "tables"]
+
+
+def cost_rows(c: CostResult, expected_pages: int) -> list[list[str]]:
+    """The recommended and default settings, SimHash alone per k, and per bands x rows the cheapest
+    MinHash alone and both (at any J and k)."""
+    def row(name: str, s: SettingCost) -> list[str]:
+        return [name + s.label, f"{s.score.recall:.4f}", str(s.score.fp), f"{s.false_positive_rate:.4f}",
+                f"{s.lost_pages:,.0f}", f"{s.duplicate_entries:,.0f}", f"{s.cost:,.0f}",
+                str(s.score.tables(expected_pages))]
+
+    out = [row("recommended: ", c.recommended), row("default: ", c.default)]
+    out += [row("", s) for s in c.costs if s.score.method == "simhash"]
+    key = lambda s: (round(s.cost, 6), s.score.tables(expected_pages), -(s.score.jaccard or 0.0))  # noqa: E731
+    for bands, rows in BAND_DESIGNS:
+        for method in ("minhash", "both"):
+            mine = [s for s in c.costs if s.score.method == method and (s.score.bands, s.score.rows) == (bands, rows)]
+            if mine:
+                out.append(row("", min(mine, key=key)))
+    return out
+
+
+def cost_table(c: CostResult, expected_pages: int) -> Table:
+    table = Table(title=f"expected cost: {model_line(c)}; per bands x rows the cheapest setting")
+    for col in COST_HEADER:
+        table.add_column(col, justify="right" if col != "setting" else "left")
+    for n, cells in enumerate(cost_rows(c, expected_pages)):
+        table.add_row(*cells, style="bold green" if n == 0 else None)
+    return table
+
+
+def markdown_costs(c: CostResult, min_precision: float, expected_pages: int) -> str:
+    """The cost section of the Markdown report: the summary, then the same table as the console's."""
+    rows = cost_rows(c, expected_pages)
+    return "\n\n".join([
+        "### expected cost per setting", cost_summary(c, min_precision),
+        "\n".join(["| " + " | ".join(COST_HEADER) + " |", "|" + "---|" * len(COST_HEADER),
+                   *("| " + " | ".join(r) + " |" for r in rows)]),
+    ]) + "\n"
 
 
 def is_variant_kind(kind: str) -> bool:
@@ -255,13 +377,21 @@ def markdown_report(per_k: list[KScore], swept: list[SweepScore], best: SweepSco
     return "\n\n".join(parts) + "\n"
 
 
-def write_plot(per_k: list[KScore], swept: list[SweepScore], best: SweepScore, path: Path) -> None:
+def write_plot(per_k: list[KScore], swept: list[SweepScore], best: SweepScore, path: Path,
+               costed: CostResult | None = None) -> None:
+    """Precision and recall per k and per J; with `costed`, a second row with the expected cost over k
+    and over J, the recommended and default settings marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    if costed is None:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    else:
+        fig, axes = plt.subplots(2, 2, figsize=(12, 9))
+        (left, right), (cost_k, cost_j) = axes
+        plot_costs(costed, cost_k, cost_j)
     ks = [s.k for s in per_k]
     left.plot(ks, [s.precision for s in per_k], marker="o", label="precision")
     left.plot(ks, [s.recall for s in per_k], marker="s", label="recall")
@@ -294,3 +424,47 @@ def write_plot(per_k: list[KScore], swept: list[SweepScore], best: SweepScore, p
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_costs(c: CostResult, by_k: Any, by_j: Any) -> None:
+    """The expected cost over k (SimHash alone; both at the recommended and the default design and J)
+    and over J (both at the recommended and the default k and design; MinHash alone), with the
+    recommended (star) and default (cross) settings marked."""
+    r, d = c.recommended.score, c.default.score
+
+    def series(pick: Any, x: Any) -> tuple[list[float], list[float]]:
+        mine = sorted((s for s in c.costs if pick(s.score)), key=lambda s: x(s.score))
+        return [x(s.score) for s in mine], [s.cost for s in mine]
+
+    def same_lsh(s: SweepScore, o: SweepScore) -> bool:
+        return (s.bands, s.rows, s.jaccard) == (o.bands, o.rows, o.jaccard)
+
+    k_of = lambda s: s.k  # noqa: E731
+    j_of = lambda s: s.jaccard  # noqa: E731
+    by_k.plot(*series(lambda s: s.method == "simhash", k_of), marker="o", label="SimHash alone")
+    for name, o in (("recommended", r), ("default", d)):
+        if o.bands is not None:
+            by_k.plot(*series(lambda s, o=o: s.method == "both" and same_lsh(s, o), k_of), marker="s",
+                      label=f"both, {o.bands}x{o.rows} J={o.jaccard:.2f} ({name})")
+    for name, o in (("recommended", r), ("default", d)):
+        if o.bands is not None:
+            by_j.plot(*series(lambda s, o=o: s.method == "both" and s.k == o.k and (s.bands, s.rows) ==
+                              (o.bands, o.rows), j_of), marker="s", label=f"both, k={o.k}, {o.bands}x{o.rows} ({name})")
+    if r.bands is not None:
+        by_j.plot(*series(lambda s: s.method == "minhash" and (s.bands, s.rows) == (r.bands, r.rows), j_of),
+                  marker="^", label=f"MinHash alone, {r.bands}x{r.rows}")
+    for ax, x in ((by_k, k_of), (by_j, j_of)):
+        for name, point, marker, colour in (("recommended", c.recommended, "*", "green"),
+                                            ("default", c.default, "X", "red")):
+            if x(point.score) is not None:
+                ax.scatter([x(point.score)], [point.cost], marker=marker, s=180, color=colour, zorder=5,
+                           label=f"{name}: {point.label} (cost {point.cost:,.0f})")
+        ax.set_ylabel(f"expected cost per {c.model.pages:,} pages")
+        ax.set_yscale("symlog", linthresh=max(1.0, c.recommended.cost / 10))
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=7)
+    by_k.set_xlabel("k (Hamming distance)")
+    by_k.set_title("expected cost over k")
+    by_j.set_xlabel("J (Jaccard estimate)")
+    by_j.set_title(f"expected cost over J (lost page {c.model.cost_lost_page:g} : duplicate entry "
+                   f"{c.model.cost_duplicate_entry:g}, duplicate rate {c.model.duplicate_rate:.3f})")
