@@ -19,7 +19,10 @@ false-positive rate is the chance that a new page is merged by mistake. Precisio
 pairs is not used: it depends on the set's ratio of duplicates to distinct pairs, which the duplicate
 rate replaces. With n distinct pairs and no false positive, F = 0 is only known to be under about
 3 / n (the rule of three, 95 %): 783 distinct pairs cannot tell 0 lost pages from a few thousand per
-million, so a setting with no false positive is "none seen", not "none".
+million, so a setting with no false positive is "none seen", not "none". And a page meets one
+closest candidate in the model, while in a crawl it is compared with every candidate the index returns:
+a loose k whose false merges come from chance SimHash closeness (not from shared templates) merges more
+as the index grows, which the labelled pairs cannot show.
 """
 
 from __future__ import annotations

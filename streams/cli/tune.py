@@ -413,13 +413,17 @@ def write_plot(per_k: list[KScore], swept: list[SweepScore], best: SweepScore, p
         line, = right.plot(js, [s.recall for s in series], marker="s", label=f"recall, {label}")
         right.plot(js, [s.precision for s in series], linestyle="--", color=line.get_color(),
                    label=f"precision, {label}")
-    right.axvline(best.jaccard or 0.0, color="grey", linestyle=":", label=f"recommended: {best.label}")
+    right.axvline(best.jaccard or 0.0, color="grey", linestyle=":",
+                  label=f"{'by the goals' if costed else 'recommended'}: {best.label}")
     right.set_xlabel(f"J (Jaccard estimate), MinHash {best.bands}x{best.rows}")
     right.set_ylim(0.5, 1.01)
     right.grid(alpha=0.3)
     right.legend(loc="lower left", fontsize=7)
     right.set_title("MinHash bands, per J")
-    fig.suptitle("neardup tune: precision and recall on labelled pairs")
+    fig.suptitle("neardup tune: precision and recall on labelled pairs" if costed is None else
+                 f"neardup tune: precision, recall and expected cost (a lost page {costed.model.cost_lost_page:g}, "
+                 f"a duplicate entry {costed.model.cost_duplicate_entry:g}, duplicate rate "
+                 f"{costed.model.duplicate_rate:.3f})")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -466,5 +470,4 @@ def plot_costs(c: CostResult, by_k: Any, by_j: Any) -> None:
     by_k.set_xlabel("k (Hamming distance)")
     by_k.set_title("expected cost over k")
     by_j.set_xlabel("J (Jaccard estimate)")
-    by_j.set_title(f"expected cost over J (lost page {c.model.cost_lost_page:g} : duplicate entry "
-                   f"{c.model.cost_duplicate_entry:g}, duplicate rate {c.model.duplicate_rate:.3f})")
+    by_j.set_title("expected cost over J")
