@@ -28,7 +28,17 @@ from io import BytesIO
 from pathlib import Path
 
 import orjson
-from common import DEFAULT_CORPUS, FIRST_FETCH_MS, REPO, Table, append_results, fmt_bytes, fmt_ratio, load_corpus
+from common import (
+    DEFAULT_CORPUS,
+    FIRST_FETCH_MS,
+    REPO,
+    Table,
+    append_results,
+    fmt_bytes,
+    fmt_ratio,
+    keys_of,
+    load_corpus,
+)
 from rocksdict import AccessType, Options, Rdict
 
 
@@ -70,12 +80,7 @@ def state_bytes(state: Path) -> int:
 
 def index_keys(state: Path) -> int:
     db = Rdict(str(state / "index"), options=Options(raw_mode=True), access_type=AccessType.read_only())
-    it = db.iter()
-    it.seek_to_first()
-    n = 0
-    while it.valid():
-        n += 1
-        it.next()
+    n = keys_of(db)
     db.close()
     return n
 

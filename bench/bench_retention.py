@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from common import REPO, Table, append_results, fmt_bytes, fmt_ratio
+from common import REPO, Table, append_results, fmt_bytes, fmt_ratio, keys_of
 from rocksdict import Options, Rdict
 
 from neardup_core.settings import CoreSettings
@@ -61,17 +61,6 @@ def scan(data: Path, state: Path, out: Path, retention_days: float | None) -> fl
     if result.returncode != 0:
         raise SystemExit(result.stderr)
     return time.perf_counter() - started
-
-
-def keys_of(db: Rdict) -> int:
-    """The live keys of an open RocksDB."""
-    it = db.iter()
-    it.seek_to_first()
-    n = 0
-    while it.valid():
-        n += 1
-        it.next()
-    return n
 
 
 def compacted_keys(db: Rdict) -> int:

@@ -319,3 +319,14 @@ def resiliparse_text(html: str) -> None:
     from resiliparse.parse.html import HTMLTree
 
     extract_plain_text(HTMLTree.parse(html), main_content=True)
+
+
+def keys_of(db: Any) -> int:
+    """The live keys of an open RocksDB (a rocksdict `Rdict`)."""
+    it = db.iter()
+    it.seek_to_first()
+    n = 0
+    while it.valid():
+        n += 1
+        it.next()
+    return n

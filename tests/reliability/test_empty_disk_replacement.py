@@ -32,6 +32,7 @@ import contextlib
 import random
 import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,27 @@ pytestmark = pytest.mark.timeout(900)
 def decided(pipeline: Cluster, count: int, timeout_s: float = 240) -> None:
     """Returns once `dedup.decisions` holds `count` messages (a moment of the crawl)."""
     pipeline.read_until("dedup.decisions", lambda msgs: len(msgs) >= count, settle_s=0, timeout_s=timeout_s)
+
+
+def replacement_knows_every_page(pipeline: Cluster, events: list[dict[str, Any]]) -> None:
+    """Worker `b` (a new name: an empty data dir) finishes the crawl; then a worse-ranked copy of every page
+    the crawl did not skip is published, and each must be decided a duplicate of an earlier page, which `b`
+    can know from the changelogs only; G1-G3 over everything."""
+    urls = {e["url"] for e in events}
+    pipeline.start_worker("b")
+    latest = latest_by_url(pipeline.read_until("dedup.decisions", all_complete(urls), timeout_s=300))
+    last_fetch = {e["url"]: e for e in sorted(events, key=lambda e: e["fetched_at"])}
+    originals = [last_fetch[u] for u in sorted(urls) if latest[u]["verdict"] != "skipped"]
+    mirrors = [mirror_of(e, n) for n, e in enumerate(originals)]
+    pipeline.publish(mirrors)
+    everything = events + mirrors
+    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in everything}), timeout_s=300)
+    latest = latest_by_url(decisions)
+    unknown = [(m["url"], latest[m["url"]]["verdict"]) for m in mirrors
+               if latest[m["url"]]["verdict"] not in ("exact_duplicate", "near_duplicate")]
+    assert not unknown, (f"{len(unknown)} of {len(mirrors)} copies of earlier pages are not decided duplicates "
+                         f"by the worker on an empty disk: {unknown[:5]}")
+    check_g1_g3(pipeline, everything, decisions)
 
 
 def test_killed_worker_replaced_on_an_empty_disk_knows_every_page(pipeline: Cluster) -> None:
@@ -90,23 +112,7 @@ def test_killed_worker_replaced_on_an_empty_disk_knows_every_page(pipeline: Clus
     assert len(kills) >= 5
     print(f"SIGKILLs of worker a: {kills}")
 
-    pipeline.start_worker("b")  # a new name: an empty data dir
-    decisions = pipeline.read_until("dedup.decisions", all_complete(urls), timeout_s=300)
-    latest = latest_by_url(decisions)
-
-    last_fetch = {e["url"]: e for e in sorted(events, key=lambda e: e["fetched_at"])}
-    originals = [last_fetch[u] for u in sorted(urls) if latest[u]["verdict"] != "skipped"]
-    mirrors = [mirror_of(e, n) for n, e in enumerate(originals)]
-    pipeline.publish(mirrors)
-    everything = events + mirrors
-    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in everything}),
-                                    timeout_s=300)
-    latest = latest_by_url(decisions)
-    unknown = [(m["url"], latest[m["url"]]["verdict"]) for m in mirrors
-               if latest[m["url"]]["verdict"] not in ("exact_duplicate", "near_duplicate")]
-    assert not unknown, (f"{len(unknown)} of {len(mirrors)} copies of earlier pages are not decided duplicates "
-                         f"by the worker on an empty disk: {unknown[:5]}")
-    check_g1_g3(pipeline, everything, decisions)
+    replacement_knows_every_page(pipeline, events)
     assert set(pipeline.workers) == {"b"}
     pipeline.check_alive()
 
@@ -147,21 +153,7 @@ def test_refused_changelog_writes_reach_no_disk(pipeline: Cluster) -> None:
             alter_topic_config(pipeline, name, {"max.message.bytes": None}, full_name=True)
     pipeline.kill_worker("a", signal.SIGKILL)  # lost, with its disk
 
-    pipeline.start_worker("b")  # a new name: an empty data dir
-    decisions = pipeline.read_until("dedup.decisions", all_complete(urls), timeout_s=300)
-    latest = latest_by_url(decisions)
-    last_fetch = {e["url"]: e for e in sorted(events, key=lambda e: e["fetched_at"])}
-    originals = [last_fetch[u] for u in sorted(urls) if latest[u]["verdict"] != "skipped"]
-    mirrors = [mirror_of(e, n) for n, e in enumerate(originals)]
-    pipeline.publish(mirrors)
-    everything = events + mirrors
-    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in everything}), timeout_s=300)
-    latest = latest_by_url(decisions)
-    unknown = [(m["url"], latest[m["url"]]["verdict"]) for m in mirrors
-               if latest[m["url"]]["verdict"] not in ("exact_duplicate", "near_duplicate")]
-    assert not unknown, (f"{len(unknown)} of {len(mirrors)} copies of earlier pages are not decided duplicates "
-                         f"by the worker on an empty disk: {unknown[:5]}")
-    check_g1_g3(pipeline, everything, decisions)
+    replacement_knows_every_page(pipeline, events)
     pipeline.check_alive()
     assert exit_code is not None and exit_code != 0, \
         f"worker a did not exit non-zero when its changelog records were refused (exit code {exit_code})"
