@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
-from faust.types import TP, AppT, RecordMetadata, TableT, TopicT
+from faust.types import AppT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
 from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
@@ -112,10 +112,6 @@ class Take:
             tx = self.transactions[key] = _Transaction(table, partition, Overlay(PartitionView(table, partition)))
         return tx.overlay
 
-    def discard(self, table: TableT[bytes, bytes], partition: int) -> None:
-        """Forget one partition's writes (a step that failed, to be done again record by record)."""
-        self.transactions.pop((table.name, partition), None)
-
     async def send(self, topic: TopicT, *, key: bytes | None, value: bytes, partition: int | None = None) -> None:
         """Produce a record now; its acknowledgement is awaited by `commit`."""
         self.sends.append(await topic.send(force=True, key=key, value=value, partition=partition))
@@ -141,9 +137,7 @@ class Take:
         if self.app.consumer_generation_id != self.generation:  # 4.
             raise GroupMovedOn(self.generation, self.app.consumer_generation_id)
         for (tx, items, _acks), offset in zip(produced, offsets, strict=True):  # 5.
-            store = cast(PrefixRocksStore, tx.table.data)
-            tp = TP(tx.table.changelog_topic.get_topic_name(), tx.partition)
-            store.apply_local(tx.partition, items, tp, offset, self.generation)
+            cast(PrefixRocksStore, tx.table.data).apply_local(tx.partition, items, offset, self.generation)
         self.transactions.clear()
         self.sends.clear()
 

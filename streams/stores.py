@@ -20,7 +20,7 @@ import msgpack
 from faust.stores import STORES
 from faust.stores.rocksdb import RocksDBOptions
 from faust.stores.rocksdb import Store as RocksDBStore
-from faust.types import TP, EventT, TableT
+from faust.types import EventT, TableT
 from rocksdict import WriteBatch
 
 from neardup_core.store.rocks import add_prefix_filters, compact_deletes, range_items
@@ -115,7 +115,7 @@ class PrefixRocksStore(RocksDBStore):
         raw = self._db_for_partition(partition).get(GENERATION_KEY)
         return int.from_bytes(raw, "big") if raw else 0
 
-    def apply_local(self, partition: int, items: Iterable[tuple[bytes, bytes | None]], tp: TP, offset: int,
+    def apply_local(self, partition: int, items: Iterable[tuple[bytes, bytes | None]], offset: int,
                     generation: int) -> None:
         """Step 5 of the commit protocol (`streams.commit`): a take's writes of one partition, acknowledged in
         its changelog up to `offset`, in one atomic RocksDB batch with that offset and the generation."""
@@ -125,7 +125,6 @@ class PrefixRocksStore(RocksDBStore):
         if generation > self.generation(partition):
             batch.put(GENERATION_KEY, generation.to_bytes(8, "big"))
         db.write(batch)
-        assert tp.partition == partition
 
     def apply_changelog_batch(self, batch: Iterable[EventT], to_key: Callable[[Any], Any],
                               to_value: Callable[[Any], Any]) -> None:
@@ -134,14 +133,14 @@ class PrefixRocksStore(RocksDBStore):
         already applied to its partition is skipped (a stalled writer's, after its successor's), and a
         write set of the older format is applied whole."""
         batches: dict[int, WriteBatch] = {}
-        offsets: dict[int, tuple[TP, int]] = {}
+        offsets: dict[int, int] = {}
         generations: dict[int, int] = {}
         for event in batch:
             msg = event.message
             p = msg.partition
             if p not in batches:
                 batches[p], generations[p] = WriteBatch(raw_mode=True), self.generation(p)
-            offsets[p] = (msg.tp, max(msg.offset, offsets[p][1]) if p in offsets else msg.offset)
+            offsets[p] = max(msg.offset, offsets.get(p, msg.offset))
             generation = record_generation(msg.headers)
             if generation is not None:
                 if generation < generations[p]:
@@ -155,8 +154,7 @@ class PrefixRocksStore(RocksDBStore):
             else:
                 _put(batches[p], msg.key, msg.value)
         for p, wb in batches.items():
-            tp, offset = offsets[p]
-            wb.put(self.offset_key, str(offset).encode())
+            wb.put(self.offset_key, str(offsets[p]).encode())
             wb.put(GENERATION_KEY, generations[p].to_bytes(8, "big"))
             self._db_for_partition(p).write(wb)
 
