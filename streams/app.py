@@ -12,16 +12,18 @@ internal topics first (`streams.admin.internal_partitions`) and passes it in.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import faust
 from aiokafka.helpers import create_ssl_context
-from faust.types import ConsumerT, TableT, TopicT
+from faust.types import TP, ConsumerT, TableT, TopicT
+from mode.utils.queues import ThrowableQueue
 
 from streams import status
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
-from streams.redelivery import RedeliveringConsumer
+from streams.redelivery import RedeliveringConsumer, RedeliveringQueue
 from streams.settings import Settings
 from streams.stores import STORE_URL
 from streams.topics import table_names
@@ -35,7 +37,18 @@ TABLE_CACHE_BYTES = 32 * 1024 * 1024  # RocksDB block cache per partition store 
 
 class NeardupApp(faust.App):
     """A Faust app whose consumer fetches again what Faust's would drop (`streams.redelivery`).
-    `App._new_consumer` is Faust's private factory: the one place its consumer class can be chosen."""
+    `App._new_consumer` is Faust's private factory: the one place its consumer class can be chosen;
+    `App.FlowControlQueue` the public one of the queues a flow resume clears."""
+
+    def FlowControlQueue(self, maxsize: int | None = None, *,  # noqa: N802  # Faust's name
+                         clear_on_resume: bool = False) -> ThrowableQueue:
+        return RedeliveringQueue(maxsize=maxsize, flow_control=self.flow_control, clear_on_resume=clear_on_resume,
+                                 on_drop=self._redeliver)
+
+    def _redeliver(self, dropped: Mapping[TP, int]) -> None:
+        consumer = self.consumer
+        if isinstance(consumer, RedeliveringConsumer):
+            consumer.redeliver(dropped)
 
     def _new_consumer(self) -> ConsumerT:
         transport: Any = self.transport  # Transport.create_consumer instantiates its `Consumer` class

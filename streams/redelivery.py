@@ -25,16 +25,31 @@ the next commit passes over them. The soak test saw a restarted worker hand on `
 decision. So a record that would open a gap in a partition whose records are acked is not handed on:
 the partition is sought back to the first missing offset. When the same record opens a gap again,
 the gap is real (markers of a transactional producer, compaction) and it is handed on as Faust does.
+
+And it fetches again what a flow resume drops from the queues. Every `FlowControlEvent.resume` clears
+the queues between the consumer and the streams (`clear_on_resume`), on the assumption that the
+consumer was just sought to the committed offsets. But a worker that recovers its tables resumes the
+flow to read the changelogs, then resumes the stream partitions and awaits `perform_seek` while the
+fetcher runs, and only then resumes the flow again (`Recovery._resume_streams`): a fetch of the stream
+partitions that lands in between is queued, then cleared, and the partition is read on from its end.
+Seen as a worker started over a backlog of `pages.fetched` that decided one full take (what its
+agent had already taken from the queue) and never read that topic again. `RedeliveringQueue`, the
+app's queue (`NeardupApp.FlowControlQueue`), tells the consumer the first offset it drops of each
+partition, and the consumer seeks the partition back to it (unless it is below the committed offset).
+(In the stalled runs, a partition with nothing committed was not sought at all, and one whose read offset
+the seek set back to the committed offset was fetched again by the gap rule above only once a new record
+came: at the end of a backlog, none does.)
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from faust.transport.drivers.aiokafka import Consumer
 from faust.types import TP, Message
+from mode.utils.queues import ThrowableQueue
 
 from streams.metrics import RESEEKS
 
@@ -50,6 +65,42 @@ def missing_before(read_offset: int | None, offset: int) -> int | None:
     return None
 
 
+def first_offsets(items: Iterable[Any]) -> dict[TP, int]:
+    """The first offset of each partition among queued events (items without a message are skipped)."""
+    out: dict[TP, int] = {}
+    for item in items:
+        message = getattr(item, "message", None)
+        if isinstance(message, Message):
+            tp, offset = message.tp, message.offset
+            if tp not in out or offset < out[tp]:
+                out[tp] = offset
+    return out
+
+
+def fetch_again(offset: int, committed: int | None) -> bool:
+    """Whether a record at `offset` that a cleared queue dropped is to be fetched again: unless it is below
+    the partition's committed offset (a record from before the partition was revoked and assigned again,
+    which the group has done). Seeking there never skips a record not yet handed on: the records between
+    the fetch position and it (when a seek to the committed offset came after it was fetched) were handed
+    on before it, and are done or in a take."""
+    return committed is None or offset >= committed
+
+
+class RedeliveringQueue(ThrowableQueue):
+    """Faust's flow-control queue that, when cleared, passes the first offset it drops of each partition
+    to `on_drop` (the consumer's `redeliver`)."""
+
+    def __init__(self, *args: Any, on_drop: Callable[[Mapping[TP, int]], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_drop = on_drop
+
+    def clear(self) -> None:
+        dropped = first_offsets(self._queue)  # type: ignore[attr-defined]  # asyncio.Queue's deque
+        super().clear()
+        if dropped:
+            self._on_drop(dropped)
+
+
 class RedeliveringConsumer(Consumer):
     """Faust's aiokafka consumer whose `getmany` seeks back what it does not hand on, and what it
     would skip as a gap (the module's docstring says why)."""
@@ -57,6 +108,20 @@ class RedeliveringConsumer(Consumer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gap_records: dict[TP, int] = {}  # partition -> the last record not handed on for a gap
+
+    def redeliver(self, dropped: Mapping[TP, int]) -> None:
+        """Seek each assigned stream partition back to the first offset a cleared queue dropped of it
+        (`fetch_again`). Changelog partitions are left to the recovery, which reads them by its own offsets."""
+        assigned = self.assignment()
+        for tp, offset in sorted(dropped.items()):
+            read, committed = self._read_offset.get(tp), self._committed_offset.get(tp)
+            if tp not in assigned or self._is_changelog_tp(tp) or not fetch_again(offset, committed):
+                continue
+            log.info("the flow resumed with fetched records of %s:%d still queued (from %d, read %s, committed %s): "
+                     "fetched again from %d", tp.topic, tp.partition, offset, read, committed, offset)
+            self._thread.seek(tp, offset)  # aiokafka's seek, at once: a fetch in flight is discarded
+            self._read_offset[tp] = offset or None
+            RESEEKS.inc()
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         records, active = await self._wait_next_records(timeout)

@@ -16,7 +16,7 @@ import pytest
 from neardup_core.hosts.urls import url_identity
 from neardup_core.testing.corpus import corpus_dir, has_corpus, page_bytes, read_manifest
 from neardup_core.testing.synthetic import CRAWL_START
-from streams.devcluster import Cluster, ClusterError, all_complete
+from streams.devcluster import Cluster, ClusterError
 
 PRODUCER_LIMIT = 1_000_000
 """What every record a worker sends must stay under (key and value): aiokafka's `max_request_size`
@@ -162,19 +162,3 @@ def mirror_of(event: dict[str, Any], n: int, *, later_s: int = 86_400) -> dict[s
     if "importance" in event:
         copy["importance"] = min(float(event["importance"]), 0.0)
     return copy
-
-
-STALL = ("known stall of a worker started over a backlog (README, Known limitations; closing note of 2026-12-04): "
-         "it decides one take of pages.fetched and reads that topic no more")
-
-
-def decided_or_known_stall(pipeline: Cluster, urls: set[str], timeout_s: float = 240) -> list[dict[str, Any]]:
-    """The decisions once every URL has a complete one; a timeout with undecided URLs is the known stall of
-    a (re)started worker, reported as an expected failure (xfail), not as a pass. Any other outcome of the
-    test stays checked."""
-    try:
-        return pipeline.read_until("dedup.decisions", all_complete(urls), timeout_s=timeout_s)
-    except ClusterError as exc:
-        if "without a decision" in str(exc):
-            pytest.xfail(f"{STALL}: {str(exc)[:1500]}")
-        raise

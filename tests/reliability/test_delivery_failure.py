@@ -21,9 +21,9 @@ import time
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster
+from streams.devcluster import Cluster, all_complete
 from tests.integration.checks import check_g1_g3
-from tests.reliability.faults import alter_topic_config, decided_or_known_stall
+from tests.reliability.faults import alter_topic_config
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -55,6 +55,6 @@ def test_refused_decisions_stop_the_worker_and_a_restart_loses_nothing(pipeline:
     pipeline.kill_worker("a")  # reaps what may be left of its process group (its pool dies with it anyway)
 
     pipeline.start_worker("a")  # same name: same data dir and port
-    decisions = decided_or_known_stall(pipeline, {e["url"] for e in events}, timeout_s=240)
+    decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
     check_g1_g3(pipeline, events, decisions)
     pipeline.check_alive()

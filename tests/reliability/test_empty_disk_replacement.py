@@ -20,15 +20,10 @@ better match) of an earlier page, which `b` can only know from the changelogs. G
 Expected after issue 21: nothing reaches a local RocksDB before its changelog records are acknowledged,
 so a replay on the same disk writes the changelog again, and `b` misses nothing.
 
-`b` starts once the killed worker's session has timed out. A timeout with undecided URLs right after `b`
-starts is reported as an expected failure (`faults.decided_or_known_stall`); every other check is strict: in 5
-of 11 runs (with or without the broker stopped around a kill, with `b` joining at once or after the dead
-member's session timed out, on a loaded machine and on a quiet one) `b` recovered, decided one full take
-of `pages.fetched` (256 pages) and then read that topic no more (`/debug/tasks`: its read offsets None or
-far past its committed ones, its agents waiting for records), with nothing logged; 42-85 URLs never
-decided. The same symptom came in 3 of 4 runs of an earlier version of this test on the code before the
-commit protocol. Cause not found (README, Known limitations; the closing note of 2026-12-04). When it does
-not stall, everything it asserts holds.
+`b` starts once the killed worker's session has timed out. In 5 of 11 runs before `streams.redelivery`'s
+`RedeliveringQueue`, `b` recovered, decided one full take of `pages.fetched` and read that topic no more:
+the records its fetcher got while the recovery sought the stream partitions were queued, then cleared by
+the flow resume that followed, and never fetched again.
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ import pytest
 from neardup_core.testing.synthetic import generate_crawl
 from streams.devcluster import Cluster, ClusterError, all_complete, latest_by_url
 from tests.integration.checks import WORKER_ENV, check_g1_g3
-from tests.reliability.faults import alter_topic_config, changelog_topics, decided_or_known_stall, mirror_of
+from tests.reliability.faults import alter_topic_config, changelog_topics, mirror_of
 
 pytestmark = pytest.mark.timeout(900)
 SESSION_TIMEOUT_S = float(WORKER_ENV["NEARDUP_SESSION_TIMEOUT_S"])
@@ -64,7 +59,7 @@ def replacement_knows_every_page(pipeline: Cluster, events: list[dict[str, Any]]
     # orchestrator's replacement usually does (see the module docstring for what joining before it did)
     time.sleep(SESSION_TIMEOUT_S + 5)
     pipeline.start_worker("b")
-    latest = latest_by_url(decided_or_known_stall(pipeline, urls, timeout_s=300))
+    latest = latest_by_url(pipeline.read_until("dedup.decisions", all_complete(urls), timeout_s=300))
     last_fetch = {e["url"]: e for e in sorted(events, key=lambda e: e["fetched_at"])}
     originals = [last_fetch[u] for u in sorted(urls) if latest[u]["verdict"] != "skipped"]
     mirrors = [mirror_of(e, n) for n, e in enumerate(originals)]

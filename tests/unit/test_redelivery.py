@@ -1,9 +1,15 @@
-"""The gap rule of `streams.redelivery`: which records Faust's fetch loop would count as processed
-without reading them."""
+"""`streams.redelivery`'s rules: which records Faust's fetch loop would count as processed without reading
+them, and which records a flow resume drops from the queues that are to be fetched again."""
 
 from __future__ import annotations
 
-from streams.redelivery import missing_before
+import asyncio
+from types import SimpleNamespace
+
+from faust.types import TP, Message
+from mode.utils.queues import FlowControlEvent
+
+from streams.redelivery import RedeliveringQueue, fetch_again, missing_before
 
 
 def test_the_next_record_opens_no_gap() -> None:
@@ -19,3 +25,50 @@ def test_a_record_two_or_more_past_the_read_offset_leaves_the_ones_between() -> 
 def test_nothing_read_yet_is_no_gap() -> None:
     assert missing_before(None, 75) is None
     assert missing_before(0, 75) is None  # Faust's loop takes a read offset of 0 as none
+
+
+# -- what a flow resume drops from the queues ------------------------------------------------------------
+
+def event_at(tp: TP, offset: int) -> SimpleNamespace:
+    message = Message(tp.topic, tp.partition, offset, 0.0, 0, None, b"k", b"v", None)
+    return SimpleNamespace(message=message)
+
+
+def test_a_cleared_queue_reports_the_first_offset_it_drops_of_each_partition() -> None:
+    a, b = TP("pages.fetched", 0), TP("pages.fetched", 3)
+    dropped: list[dict[TP, int]] = []
+
+    async def run() -> None:
+        queue = RedeliveringQueue(maxsize=100, flow_control=FlowControlEvent(), clear_on_resume=True,
+                                  on_drop=lambda d: dropped.append(dict(d)))
+        for item in (event_at(a, 51), event_at(b, 7), event_at(a, 50), "not an event", event_at(a, 52)):
+            queue.put_nowait(item)
+        queue.clear()
+        assert queue.qsize() == 0
+        queue.clear()  # nothing queued: nothing reported
+
+    asyncio.run(run())
+    assert dropped == [{a: 50, b: 7}]
+
+
+def test_a_flow_resume_clears_the_managed_queue_through_it() -> None:
+    tp = TP("neardup.probes", 1)
+    dropped: list[dict[TP, int]] = []
+
+    async def run() -> None:
+        flow = FlowControlEvent()
+        queue = RedeliveringQueue(maxsize=10, flow_control=flow, clear_on_resume=True,
+                                  on_drop=lambda d: dropped.append(dict(d)))
+        queue.put_nowait(event_at(tp, 9))
+        flow.suspend()
+        flow.resume()  # what Faust's recovery does after seeking the stream partitions
+
+    asyncio.run(run())
+    assert dropped == [{tp: 9}]
+
+
+def test_dropped_records_are_fetched_again_unless_the_group_has_done_them() -> None:
+    assert fetch_again(26, None)  # nothing committed: the seek to the committed offsets left the partition
+    assert fetch_again(18, 18)
+    assert fetch_again(40, 18)
+    assert not fetch_again(10, 18)  # from before the partition was revoked, done by another worker since

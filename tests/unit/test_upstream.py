@@ -18,7 +18,9 @@ import pytest
 from faust.app.base import App
 from faust.stores.rocksdb import Store
 from faust.streams import Stream
-from faust.transport.consumer import Consumer
+from faust.tables.recovery import Recovery
+from faust.transport.consumer import Consumer, ThreadDelegateConsumer
+from mode.utils.queues import FlowControlEvent, ThrowableQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED = ("faust-streaming", "aiokafka", "mode-streaming", "rocksdict")
@@ -28,6 +30,19 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
      "streams/redelivery.py: RedeliveringConsumer.getmany is an edited copy (it seeks back what it drops)"),
     (Consumer._drain_messages, "44a2500309e83c63",
      "streams/redelivery.py: missing_before mirrors how its fetch loop counts a gap as processed"),
+    (Recovery._resume_streams, "d986a6710c1aca98",
+     "streams/redelivery.py: RedeliveringQueue; it resumes the stream partitions, awaits their seek while the "
+     "fetcher runs, then resumes the flow, which clears the queues"),
+    (Recovery._restart_recovery.fun, "6bd8a8558a2dffe4",  # type: ignore[attr-defined]  # mode's ServiceTask
+     "streams/redelivery.py: RedeliveringQueue; the recovery resumes the flow to read changelogs"),
+    (FlowControlEvent.resume, "4dcdc1253fd0dcb4",
+     "streams/redelivery.py: RedeliveringQueue; every resume clears the managed queues"),
+    (ThrowableQueue.clear, "d18f09e451acf62e",
+     "streams/redelivery.py: RedeliveringQueue.clear reads the queue before calling it"),
+    (App.FlowControlQueue, "9451c49351ae3667",
+     "streams/app.py: NeardupApp.FlowControlQueue returns a RedeliveringQueue made as it makes its queue"),
+    (ThreadDelegateConsumer._seek, "4f95c631420410a5",
+     "streams/redelivery.py: RedeliveringConsumer.redeliver seeks through the consumer thread as it does"),
     (App._new_consumer, "bff6ccd646b71ea9",
      "streams/app.py: NeardupApp._new_consumer chooses the consumer class there"),
     (Stream.take_events, "607d48aead118ba8",
