@@ -23,7 +23,10 @@ offset as a gap (compaction or transaction markers) and counts the offsets betwe
 the next commit passes over them. The soak test saw a restarted worker hand on `pages.fetched` records
 72 and 75 of a partition after its recovery's seek, 73 and 74 never, and commit 76: two pages without a
 decision. So a record that would open a gap in a partition whose records are acked is not handed on:
-the partition is sought back to the first missing offset. When the same record opens a gap again,
+the partition is sought back to the read offset itself, one before the first missing one: Faust sets
+the read offset to the next record's on a seek (its `seek`, `perform_seek`) but to the last record
+handed on while it reads, so the record at the read offset may not have been handed on (a seek, then
+a record of an older fetch). When the same record opens a gap again,
 the gap is real (markers of a transactional producer, compaction) and it is handed on as Faust does.
 
 And it fetches again what a flow resume drops from the queues. Every `FlowControlEvent.resume` clears
@@ -129,7 +132,7 @@ class RedeliveringConsumer(Consumer):
         if records is None or self.should_stop:
             return
         dropped: dict[TP, int] = {}  # partition -> the first offset not handed on
-        gaps: set[TP] = set()
+        gaps: dict[TP, int] = {}  # partition -> the first offset the gap would count as processed
         cut = not self.flow_active  # from here on nothing of this fetch is handed on
         for tp, record in self.scheduler.iterate(records):
             cut = cut or not self.flow_active or self.app.consumer_generation_id != generation
@@ -141,17 +144,17 @@ class RedeliveringConsumer(Consumer):
             if missing is not None and self.app.topics.acks_enabled_for(tp.topic):
                 if self._gap_records.get(tp) != record.offset:
                     self._gap_records[tp] = record.offset
-                    dropped[tp] = missing
-                    gaps.add(tp)
+                    dropped[tp] = missing - 1  # the read offset: after a seek, the next record's
+                    gaps[tp] = missing
                     continue
                 log.warning("offsets %d..%d of %s:%d are not in the log (the same gap once fetched again): "
                             "taken as compaction or transaction markers", missing, record.offset - 1,
                             tp.topic, tp.partition)
             self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
             yield tp, self._to_message(tp, record)
-        for tp in gaps:
+        for tp, missing in gaps.items():
             log.warning("a record of %s:%d would leave offsets from %d unread and counted as processed: "
-                        "fetched again from there", tp.topic, tp.partition, dropped[tp])
+                        "fetched again from %d", tp.topic, tp.partition, missing, dropped[tp])
         assigned = self.assignment()
         again = {tp: offset for tp, offset in sorted(dropped.items()) if tp in assigned}
         if again:
