@@ -141,7 +141,7 @@ def refusal(app_id: str, state: dict[str, Any], own: dict[str, Any]) -> str | No
     shown = "; ".join(_difference(d, state.get("design_from"), own["design_from"]) for d in differences)
     return (f"refusing to start: app id {app_id!r} holds a state built with other settings: {shown}. "
             f"Start this worker with the state's settings, or build a new state under a new NEARDUP_APP_ID "
-            f"(README, \"Changing the design\")")
+            f"(docs/settings.md, \"Changing the design\")")
 
 
 def _difference(d: Difference, state_from: object, own_from: dict[str, Any]) -> str:
@@ -276,7 +276,7 @@ def _refuse_unrecorded_index(settings: Settings, own: dict[str, Any], timeout_s:
                     f"refusing to start: app id {settings.app_id!r} holds an index of table design {design} "
                     f"({name}, {records} records) and no recorded settings; this worker's design is "
                     f"{own['settings']['design']}. Start it with the settings that built that index (its first "
-                    f"worker records them), or build a new state under a new NEARDUP_APP_ID (README, "
+                    f"worker records them), or build a new state under a new NEARDUP_APP_ID (docs/settings.md, "
                     f"\"Changing the design\")")
     finally:
         consumer.close()

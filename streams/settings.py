@@ -1,4 +1,4 @@
-"""All settings, from environment variables with documented defaults (the README lists them).
+"""All settings, from environment variables with documented defaults (`docs/settings.md` lists them).
 
 Each `NEARDUP_*` variable is read here and nowhere else (but NEARDUP_CACHE_DIR, which the core's
 stoplists module reads and this one checks), and checked when `Settings` is built: a value of the
@@ -307,6 +307,7 @@ OTHER_VARIABLES = {
     "NEARDUP_INPUT_DIR": "deploy/docker-compose.yml", "NEARDUP_IMAGE": "deploy/docker-compose.yml",
     "NEARDUP_TOPICS": "bench", "NEARDUP_CI_TIMEOUT": ".ci/run", "NEARDUP_CI_KAFKA4": ".ci/run",
     "NEARDUP_CI_KAFKA4_TIMEOUT": ".ci/run", "NEARDUP_CI_LOG_DIR": ".ci/run", "NEARDUP_CI_LINT_TIMEOUT": ".ci/run",
+    "NEARDUP_CI_DOCS_TIMEOUT": ".ci/run",
 }
 """`NEARDUP_*` variables read outside `Settings` (by the core, the Scrapy publisher, the tools and tests) and
 what reads each: known, so not reported as unknown."""

@@ -1,6 +1,6 @@
 """The `neardup` command line.
 
-Exit codes, the same for every command (the docs' CLI reference lists them):
+Exit codes, the same for every command (`docs/cli.md` lists them):
 
 - 0: done;
 - 1: the command ran but did not get its work done: an input file not read to its end, no event of a scan

@@ -128,7 +128,7 @@ def corpus_events(limit: int, *, skip: int = 0) -> list[dict[str, Any]]:
     `body_b64`, a second apart. Skips the test when the corpus is absent."""
     if not has_corpus(CORPUS):
         pytest.skip(f"the real-web corpus is absent: no MANIFEST.jsonl at {CORPUS} "
-                    "(../shared/corpus relative to the repository root, or $NEARDUP_CORPUS)")
+                    "(set NEARDUP_CORPUS to the corpus directory: docs/corpus.md)")
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     usable = 0
@@ -164,7 +164,7 @@ def mirror_of(event: dict[str, Any], n: int, *, later_s: int = 86_400) -> dict[s
     return copy
 
 
-STALL = ("known stall of a worker started over a backlog (README, Known limitations; closing note of 2026-12-04): "
+STALL = ("known stall of a worker started over a backlog (docs/limitations.md; closing note of 2026-12-04): "
          "it decides one take of pages.fetched and reads that topic no more")
 
 

@@ -27,7 +27,7 @@ member's session timed out, on a loaded machine and on a quiet one) `b` recovere
 of `pages.fetched` (256 pages) and then read that topic no more (`/debug/tasks`: its read offsets None or
 far past its committed ones, its agents waiting for records), with nothing logged; 42-85 URLs never
 decided. The same symptom came in 3 of 4 runs of an earlier version of this test on the code before the
-commit protocol. Cause not found (README, Known limitations; the closing note of 2026-12-04). When it does
+commit protocol. Cause not found (docs/limitations.md; the closing note of 2026-12-04). When it does
 not stall, everything it asserts holds.
 """
 
