@@ -158,7 +158,10 @@ def worker(
         raise typer.Exit(2) from None
     create_changelogs(settings, partitions)
     faust_app = create_app(settings, partitions)
-    Worker(faust_app, loglevel=loglevel).execute_from_commandline()
+    faust_worker = Worker(faust_app, loglevel=loglevel)
+    if not sys.stdout.isatty():  # Faust's spinner would write cursor escape codes into a log file
+        faust_worker.spinner = None
+    faust_worker.execute_from_commandline()
 
 
 @topics_app.command("create")
