@@ -5,6 +5,7 @@ strictly: a broken link or anchor inside docs/ fails there.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -90,6 +91,23 @@ def test_the_readme_two_commands_are_make_targets() -> None:
 def test_the_cli_reference_is_the_parsers() -> None:
     assert (ROOT / "docs" / "cli.md").read_text() == cli_markdown(), \
         "docs/cli.md is stale: run `make docs-reference`"
+
+
+def test_every_message_field_is_in_the_topics_reference() -> None:
+    """Each field of each message schema (`neardup_core/messages.py`) is named in its topic's row of
+    docs/topics.md (a URL rule's in docs/host-signals.md): a field added to a schema must be documented."""
+    from neardup_core.messages import Decision, HostSignal, Rejection, UrlRule
+
+    rows = {line.split("|")[1].strip().split()[0].strip("`"): line
+            for line in (ROOT / "docs" / "topics.md").read_text().splitlines() if line.startswith("| `")}
+    for topic, schema in (("dedup.decisions", Decision), ("frontier.host-signals", HostSignal),
+                          ("pages.rejected", Rejection)):
+        for f in dataclasses.fields(schema):
+            assert f"`{f.name}`" in rows[topic], \
+                f"{schema.__name__}.{f.name} is not in the {topic} row of docs/topics.md"
+    rules = (ROOT / "docs" / "host-signals.md").read_text()
+    for f in dataclasses.fields(UrlRule):
+        assert f"`{f.name}`" in rules or f'"{f.name}"' in rules, f"UrlRule.{f.name} is not in docs/host-signals.md"
 
 
 def test_no_user_text_points_at_paths_a_clone_does_not_have() -> None:
