@@ -193,10 +193,18 @@ def publish(
     files: Annotated[list[Path], typer.Argument(help=FILES_HELP)],
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
-    """Publish fetched pages to `pages.fetched`, keyed by URL."""
+    """Publish fetched pages to `pages.fetched`, keyed by URL. Exit code 2 before anything is sent for a
+    missing input or an HTML page given as JSONL; 1 when an event failed or a file was not read to its end."""
     from streams.cli.publish import publish_files
+    from streams.cli.scan import InputProblem, check_inputs
 
-    result = publish_files(load(), files, progress=progress)
+    settings = load()
+    try:
+        check_inputs(files)  # before the broker is asked
+    except InputProblem as exc:
+        print(f"neardup publish: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    result = publish_files(settings, files, progress=progress)
     err.print(f"published {result.sent} events; {result.failed} failed; {len(result.file_errors)} files not read "
               "to their end")
     for line in result.errors[:20]:

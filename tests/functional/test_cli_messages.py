@@ -146,3 +146,16 @@ def test_a_scan_with_some_events_decided_exits_0(tmp_path: Path, partial: bool) 
                  tmp_path)
     assert result.returncode == 0, result.stderr
     assert ("rejected x1: event is not JSON" in result.stderr) is partial
+
+
+@pytest.mark.parametrize("what", ["missing", "html"])
+def test_publish_refuses_a_missing_or_html_input_before_it_asks_the_broker(tmp_path: Path, what: str) -> None:
+    page = tmp_path / "page.html"
+    if what == "html":
+        page.write_text("<html><body><p>a page</p></body></html>\n")
+    result = run(["publish", str(page)], tmp_path, {"NEARDUP_BROKER": "127.0.0.1:9"})  # nothing listens there
+    assert result.returncode == 2
+    expected = f"neardup publish: no such file: {page}" if what == "missing" else \
+        f"neardup publish: {page} looks like an HTML page, not JSONL"
+    assert result.stderr.strip().startswith(expected)
+    assert "cannot reach" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
