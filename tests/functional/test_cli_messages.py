@@ -159,3 +159,18 @@ def test_publish_refuses_a_missing_or_html_input_before_it_asks_the_broker(tmp_p
         f"neardup publish: {page} looks like an HTML page, not JSONL"
     assert result.stderr.strip().startswith(expected)
     assert "cannot reach" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_warc_named_like_jsonl_is_read_as_a_warc(tmp_path: Path) -> None:
+    from tests.warcs import Warc, article
+
+    warc = Warc(gzipped=False)
+    warc.response("https://a.example/one", article(1))
+    warc.response("https://b.example/copy", article(1), second=1)
+    src = tmp_path / "crawl.jsonl"
+    src.write_bytes(warc.bytes())
+    result = run(["scan", str(src), "--no-progress", "--processes", "0"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    verdicts = {d["url"]: d["verdict"] for d in map(json.loads, result.stdout.splitlines())}
+    assert verdicts == {"https://a.example/one": "unique", "https://b.example/copy": "exact_duplicate"}
+    assert "WARC response records" in result.stderr
