@@ -16,15 +16,38 @@ from streams.topics import changelog_specs, settings_spec, topic_specs
 
 
 def check_broker(settings: Settings, timeout_s: float = 15.0) -> list[str]:
-    """The broker's topic names; a clear exit when it cannot be reached."""
-    from confluent_kafka import KafkaException
+    """The broker's topic names; a clear exit (code 1) when it cannot be reached, or when it answered and
+    refused the login: then the client library's own error, at once, not a transport failure after the
+    timeout."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({**settings.confluent_config(), "log_level": 0})
-    try:
-        return list(admin.list_topics(timeout=timeout_s).topics)
-    except KafkaException as exc:
-        raise SystemExit(f"cannot reach Kafka at {settings.broker} (NEARDUP_BROKER): {exc.args[0]}") from None
+    errors: list[KafkaError] = []
+    config: dict[str, Any] = {**settings.confluent_config(), "log_level": 0, "error_cb": errors.append}
+    admin = AdminClient(config)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:  # in short steps: the login's error comes to error_cb, served by poll between them
+            return list(admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic()))).topics)
+        except KafkaException as exc:
+            admin.poll(0)
+            if (refused := login_refused(errors)) is not None:
+                raise SystemExit(f"Kafka at {settings.broker} refused the login of "
+                                 f"{env_name('sasl_username')}={settings.sasl_username!r} "
+                                 f"({settings.security_protocol}, {settings.sasl_mechanism or 'PLAIN'}): "
+                                 f"{refused}") from None
+            if time.monotonic() >= deadline:
+                raise SystemExit(f"cannot reach Kafka at {settings.broker} (NEARDUP_BROKER): {exc.args[0]}") from None
+
+
+def login_refused(errors: Iterable[Any]) -> str | None:
+    """The message of the first authentication error among confluent-kafka `KafkaError`s, or None."""
+    from confluent_kafka import KafkaError
+
+    for error in errors:
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            return str(error.str())
+    return None
 
 
 def create_topics(settings: Settings, partitions: int, *, timeout_s: float = 30.0) -> dict[str, str]:
@@ -118,7 +141,7 @@ def refusal(app_id: str, state: dict[str, Any], own: dict[str, Any]) -> str | No
     shown = "; ".join(_difference(d, state.get("design_from"), own["design_from"]) for d in differences)
     return (f"refusing to start: app id {app_id!r} holds a state built with other settings: {shown}. "
             f"Start this worker with the state's settings, or build a new state under a new NEARDUP_APP_ID "
-            f"(README, \"Changing the design\")")
+            f"(docs/settings.md, \"Changing the design\")")
 
 
 def _difference(d: Difference, state_from: object, own_from: dict[str, Any]) -> str:
@@ -253,7 +276,7 @@ def _refuse_unrecorded_index(settings: Settings, own: dict[str, Any], timeout_s:
                     f"refusing to start: app id {settings.app_id!r} holds an index of table design {design} "
                     f"({name}, {records} records) and no recorded settings; this worker's design is "
                     f"{own['settings']['design']}. Start it with the settings that built that index (its first "
-                    f"worker records them), or build a new state under a new NEARDUP_APP_ID (README, "
+                    f"worker records them), or build a new state under a new NEARDUP_APP_ID (docs/settings.md, "
                     f"\"Changing the design\")")
     finally:
         consumer.close()

@@ -240,9 +240,14 @@ def _clusters(report: ScanReport) -> str:
             f'<table class="members"><thead><tr><th>duplicate</th><th>verdict</th><th class="num">distance</th>'
             f'<th class="num">Jaccard</th></tr></thead><tbody>{"".join(rows)}</tbody></table></details>')
     more = len(found) - MAX_CLUSTERS
-    tail = f'<p class="more">and {more:,} smaller clusters</p>' if more > 0 else ""
-    return (f'<section id="clusters"><h2>Largest clusters <small>{len(found):,} clusters; the canonical, then the '
-            f'pages whose <code>duplicate_of</code> leads to it</small></h2>{"".join(blocks)}{tail}</section>')
+    tail = f'<p class="more">and {plural(more, "smaller cluster")}</p>' if more > 0 else ""
+    return (f'<section id="clusters"><h2>Largest clusters <small>{plural(len(found), "cluster")}; the canonical, '
+            f'then the pages whose <code>duplicate_of</code> leads to it</small></h2>{"".join(blocks)}{tail}</section>')
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 cluster`, `2 clusters`, `1,024 clusters`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _rule(rule: dict[str, object]) -> str:

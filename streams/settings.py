@@ -1,4 +1,4 @@
-"""All settings, from environment variables with documented defaults (the README lists them).
+"""All settings, from environment variables with documented defaults (`docs/settings.md` lists them).
 
 Each `NEARDUP_*` variable is read here and nowhere else (but NEARDUP_CACHE_DIR, which the core's
 stoplists module reads and this one checks), and checked when `Settings` is built: a value of the
@@ -8,9 +8,11 @@ allowed (the CLI prints it on one line and exits with 2). The core's knobs are c
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +23,8 @@ from neardup_core.ingest.event import DEFAULT_MAX_URL_BYTES
 from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES
 from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
 
-__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "env_name", "is_set", "load"]
+__all__ = ["SECURITY_PROTOCOLS", "SASL_MECHANISMS", "SettingError", "Settings", "UnknownVariable", "env_name",
+           "is_set", "known_variables", "load", "unknown_variables"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -167,6 +170,9 @@ class Settings:
     ssl_cafile: str = _env("NEARDUP_SSL_CAFILE", "")
     ssl_certfile: str = _env("NEARDUP_SSL_CERTFILE", "")
     ssl_keyfile: str = _env("NEARDUP_SSL_KEYFILE", "")
+    strict_env: bool = _env("NEARDUP_STRICT_ENV", False, _bool)
+    """An unknown `NEARDUP_*` variable (a misspelled setting) stops the command (exit code 2) instead of a
+    warning on stderr; `neardup --strict-env` does the same."""
 
     def __post_init__(self) -> None:
         """Every rule of the streams' own settings, then the core's (by building `core`)."""
@@ -284,6 +290,53 @@ def is_set(field_name: str) -> bool:
     """Whether the variable of `field_name` is set to a non-blank value rather than left to its default
     (`neardup demo` starts a local broker only when NEARDUP_BROKER is not set)."""
     return _raw(env_name(field_name)) is not None
+
+
+OTHER_VARIABLES = {
+    "NEARDUP_CACHE_DIR": "where the stoplists' index is cached (read by the core)",
+    "NEARDUP_CORPUS": "the optional evaluation corpus (tests, benchmarks, faults)",
+    "NEARDUP_IMPORTANCE": "the Scrapy publisher", "NEARDUP_FLUSH_TIMEOUT_S": "the Scrapy publisher",
+    "NEARDUP_PRODUCER_CONFIG": "the Scrapy publisher", "NEARDUP_CRAWL_ID": "the Scrapy publisher",
+    "NEARDUP_TEST_BROKER": "tests", "NEARDUP_TEST_DUMP_DIR": "tests", "NEARDUP_DOCS_SCREENSHOTS": "tests",
+    "NEARDUP_SCREENSHOT_DIR": "tests", "NEARDUP_CHROMIUM": "tests", "NEARDUP_IMAGE_SERVICES": "tests",
+    "NEARDUP_KAFKA_VERSION": "deploy/local-kafka", "NEARDUP_KAFKA_DIRS_FILE": "deploy/local-kafka",
+    "NEARDUP_KAFKA_PORT": "deploy/local-kafka", "NEARDUP_KAFKA_DIR": "deploy/local-kafka",
+    "NEARDUP_KAFKA_JAVA": "deploy/local-kafka", "NEARDUP_KAFKA_CACHE": "deploy/local-kafka",
+    "NEARDUP_KAFKA_HEAP": "deploy/local-kafka", "NEARDUP_KAFKA_JAVA_OPTS": "deploy/local-kafka",
+    "NEARDUP_VALIDATE_TOOLS": "deploy/validate-manifests", "NEARDUP_VALIDATE_REEXEC": "deploy/validate-manifests",
+    "NEARDUP_INPUT_DIR": "deploy/docker-compose.yml", "NEARDUP_IMAGE": "deploy/docker-compose.yml",
+    "NEARDUP_TOPICS": "bench", "NEARDUP_CI_TIMEOUT": ".ci/run", "NEARDUP_CI_KAFKA4": ".ci/run",
+    "NEARDUP_CI_KAFKA4_TIMEOUT": ".ci/run", "NEARDUP_CI_LOG_DIR": ".ci/run", "NEARDUP_CI_LINT_TIMEOUT": ".ci/run",
+    "NEARDUP_CI_DOCS_TIMEOUT": ".ci/run",
+}
+"""`NEARDUP_*` variables read outside `Settings` (by the core, the Scrapy publisher, the tools and tests) and
+what reads each: known, so not reported as unknown."""
+
+
+@dataclass(frozen=True)
+class UnknownVariable:
+    """A `NEARDUP_*` variable that no part of neardup reads, and the known one closest to it, if any."""
+
+    name: str
+    closest: str | None
+
+    def __str__(self) -> str:
+        hint = f"; did you mean {self.closest}?" if self.closest else ""
+        return f"unknown setting {self.name} (no part of neardup reads it){hint}"
+
+
+def known_variables() -> set[str]:
+    """Every `NEARDUP_*` variable some part of neardup reads."""
+    return {*_ENV_NAMES.values(), *OTHER_VARIABLES, *RETIRED}
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[UnknownVariable]:
+    """The `NEARDUP_*` variables of `environ` (default: this process's) that nothing reads, sorted, each
+    with the closest known name (difflib's ratio >= 0.75): a misspelled setting would else be ignored."""
+    env = os.environ if environ is None else environ
+    known = sorted(known_variables())
+    return [UnknownVariable(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None))
+            for name in sorted(env) if name.startswith("NEARDUP_") and name not in known]
 
 
 RETIRED = {"NEARDUP_INDEX_PROCESS": "replaced by NEARDUP_INDEX_PROCESSES, a count (0 = in the event loop)"}

@@ -71,6 +71,19 @@ def is_warc(path: Path) -> bool:
         return fh.read(5) == b"WARC/"
 
 
+def looks_like_html(path: Path) -> bool:
+    """Whether a file that is not a WARC starts as HTML or XML does (`<` after blanks and a BOM): a page
+    given where JSONL events were expected, each line of which would be rejected as not JSON."""
+    try:
+        if is_warc(path):
+            return False
+        with _open(path) as fh:
+            head = fh.read(512)
+    except Exception:  # the read itself reports what is wrong with the file
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"<")
+
+
 def read_inputs(paths: Iterable[Path]) -> Iterator[RawEvent | FileError]:
     """The events of each file in turn, a `FileError` for a file that fails, then the next file.
     A WARC revisit may refer to a capture in any file read before it."""

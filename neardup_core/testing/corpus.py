@@ -1,5 +1,5 @@
-"""The shared real-web corpus (`../shared/corpus` beside the repository): where it is, its manifest,
-and its pages as the bytes a crawler fetched or as decoded text.
+"""The real-web corpus (`$NEARDUP_CORPUS`, or `shared/corpus` beside the repository; docs/corpus.md): where
+it is, its manifest, and its pages as the bytes a crawler fetched or as decoded text.
 
 Tests skip and benchmarks stop with a clear message when it is absent; nothing copies its pages."""
 

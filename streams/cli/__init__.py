@@ -1,16 +1,26 @@
-"""The `neardup` command line."""
+"""The `neardup` command line.
+
+Exit codes, the same for every command (`docs/cli.md` lists them):
+
+- 0: done;
+- 1: the command ran but did not get its work done: an input file not read to its end, no event of a scan
+  decided, a publish that failed, a broker that cannot be reached or refused the login;
+- 2: nothing was started: a bad option, an invalid setting, an unknown `NEARDUP_*` variable with
+  `--strict-env`, a missing input file, an output that is an input, state settings that differ.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from streams.settings import SettingError, Settings
+from streams.settings import SettingError, Settings, unknown_variables
 from streams.settings import load as load_settings
 
 app = typer.Typer(help="Streaming near-duplicate detection for web crawlers.", no_args_is_help=True,
@@ -18,16 +28,55 @@ app = typer.Typer(help="Streaming near-duplicate detection for web crawlers.", n
 topics_app = typer.Typer(help="Create or list neardup's Kafka topics.", no_args_is_help=True)
 app.add_typer(topics_app, name="topics")
 err = Console(stderr=True)
+_strict_env = False
+"""`neardup --strict-env`: an unknown NEARDUP_* variable is an error, as with NEARDUP_STRICT_ENV."""
+
+
+def version() -> str:
+    """The installed distribution's version ("unknown" when run from a source tree not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("neardup")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"neardup {version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def options(
+    show_version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                                               help="print the version and exit")] = False,
+    strict_env: Annotated[bool, typer.Option(
+        "--strict-env", help="an unknown NEARDUP_* variable is an error (exit 2), not a warning")] = False,
+) -> None:
+    """Streaming near-duplicate detection for web crawlers."""
+    global _strict_env
+    _strict_env = strict_env
 
 
 def load() -> Settings:
-    """The settings from the environment; an invalid one ends the command with one line on stderr and
-    exit code 2 (as for a bad option), before anything starts."""
+    """The settings from the environment; an invalid one, or an unknown NEARDUP_* variable under
+    `--strict-env` (or NEARDUP_STRICT_ENV), ends the command with one line on stderr and exit code 2 (as
+    for a bad option), before anything starts. Without it, each unknown variable is one warning line."""
     try:
-        return load_settings()
+        settings = load_settings()
     except SettingError as exc:
         print(f"neardup: invalid setting {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    unknown = unknown_variables()
+    strict = _strict_env or settings.strict_env
+    for variable in unknown:
+        print(f"neardup: {variable}" if strict else f"neardup: warning: {variable}; ignored", file=sys.stderr)
+    if unknown and strict:
+        raise typer.Exit(2)
+    return settings
 
 
 FILES_HELP = "JSONL or WARC files (gzipped too); one that cannot be read is reported, the others are read"
@@ -36,8 +85,11 @@ FILES_HELP = "JSONL or WARC files (gzipped too); one that cannot be read is repo
 @app.command()
 def scan(
     files: Annotated[list[Path], typer.Argument(help=FILES_HELP)],
-    state: Annotated[Path, typer.Option("--state", help="RocksDB state directory; a later run continues from it")],
-    out: Annotated[Path, typer.Option("--out", help="decisions, one JSON line each (revisions are later lines)")],
+    state: Annotated[Path | None, typer.Option(
+        "--state", help="RocksDB state directory; a later run continues from it (default: a temporary one, "
+                        "removed at the end)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="decisions, one JSON line each (revisions are later lines); default: stdout")] = None,
     rejects: Annotated[Path | None, typer.Option("--rejects", help="bad events with their reasons")] = None,
     hosts: Annotated[Path | None, typer.Option("--hosts", help="host signals, one JSON line each")] = None,
     report: Annotated[Path | None, typer.Option(
@@ -46,19 +98,43 @@ def scan(
         min=0, help="extraction processes (default: NEARDUP_EXTRACT_PROCESSES)")] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
-    """Deduplicate files on this machine, without Kafka: the same decisions as the workers."""
-    from streams.cli.scan import OutputClash, run_scan
+    """Deduplicate files on this machine, without Kafka: the same decisions as the workers. Exit code 1
+    when a file could not be read to its end or no event could be decided (every one rejected); 2 when
+    nothing was started (a missing input, an HTML page given as JSONL, an output that is an input)."""
+    import tempfile
+
+    from streams.cli.scan import EVENT_EXAMPLE, InputProblem, OutputClash, check_inputs, run_scan
 
     settings = load()
     try:
-        summary = run_scan(settings, files, state=state, out=out, rejects=rejects, hosts=hosts, report=report,
-                           processes=settings.extract_processes if processes is None else processes,
-                           progress=progress)
-    except OutputClash as exc:  # raised before anything is opened for writing
+        check_inputs(files)  # before anything is created
+    except InputProblem as exc:
         print(f"neardup scan: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    quick = [part for part, missing in (("the state in a temporary dir, removed at the end (--state DIR keeps it)",
+                                         state is None),
+                                        ("decisions on stdout (--out FILE writes them to a file)", out is None))
+             if missing]
+    if quick:
+        print(f"neardup scan: a quick look: {'; '.join(quick)}", file=sys.stderr)
+    with ExitStack() as stack:
+        if state is None:
+            state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="neardup-scan-"))) / "state"
+        try:
+            summary = run_scan(settings, files, state=state,
+                               out=out, rejects=rejects, hosts=hosts, report=report,
+                               processes=settings.extract_processes if processes is None else processes,
+                               progress=progress)
+        except OutputClash as exc:  # raised before anything is opened for writing
+            print(f"neardup scan: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
     summary.print(err)
     if summary.file_errors:  # every other file was read and decided
+        raise typer.Exit(1)
+    if summary.fetches == 0:
+        why = f"all {summary.events} events were rejected" if summary.events else "the input holds no event"
+        print(f"neardup scan: no event could be decided: {why}; scan reads one JSON event per line, such as "
+              f"{EVENT_EXAMPLE}, or WARC files", file=sys.stderr)
         raise typer.Exit(1)
 
 
@@ -82,7 +158,10 @@ def worker(
         raise typer.Exit(2) from None
     create_changelogs(settings, partitions)
     faust_app = create_app(settings, partitions)
-    Worker(faust_app, loglevel=loglevel).execute_from_commandline()
+    faust_worker = Worker(faust_app, loglevel=loglevel)
+    if not sys.stdout.isatty():  # Faust's spinner would write cursor escape codes into a log file
+        faust_worker.spinner = None
+    faust_worker.execute_from_commandline()
 
 
 @topics_app.command("create")
@@ -114,10 +193,18 @@ def publish(
     files: Annotated[list[Path], typer.Argument(help=FILES_HELP)],
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
-    """Publish fetched pages to `pages.fetched`, keyed by URL."""
+    """Publish fetched pages to `pages.fetched`, keyed by URL. Exit code 2 before anything is sent for a
+    missing input or an HTML page given as JSONL; 1 when an event failed or a file was not read to its end."""
     from streams.cli.publish import publish_files
+    from streams.cli.scan import InputProblem, check_inputs
 
-    result = publish_files(load(), files, progress=progress)
+    settings = load()
+    try:
+        check_inputs(files)  # before the broker is asked
+    except InputProblem as exc:
+        print(f"neardup publish: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    result = publish_files(settings, files, progress=progress)
     err.print(f"published {result.sent} events; {result.failed} failed; {len(result.file_errors)} files not read "
               "to their end")
     for line in result.errors[:20]:

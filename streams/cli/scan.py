@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +22,7 @@ from neardup_core.embedded import Deduplicator
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.urls import url_identity
-from neardup_core.ingest.files import FileError, RawEvent, count_events, read_inputs
+from neardup_core.ingest.files import FileError, RawEvent, count_events, is_warc, looks_like_html, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
 from streams.pool import apply_each, extraction_pool
@@ -48,7 +49,29 @@ class ScanSummary:
     kinds: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
     reject_reasons: Counter[str] = field(default_factory=Counter)
+    reject_places: dict[str, list[str]] = field(default_factory=dict)
+    """The first few places (`file:line`, or `file@offset` in a WARC) of each reject reason."""
     file_errors: list[FileError] = field(default_factory=list)
+
+    def reject(self, rejection: Rejection) -> None:
+        """Count a rejected event under its reason, with where it was read."""
+        self.rejected += 1
+        reason = rejection.error[:120]
+        self.reject_reasons[reason] += 1
+        places = self.reject_places.setdefault(reason, [])
+        if len(places) < PLACES_SHOWN:
+            source = Path(rejection.topic or "?").name
+            sep = ":" if not rejection.topic or not _warc_name(rejection.topic) else "@"
+            places.append(f"{source}{sep}{rejection.offset}")
+
+    def rejected_lines(self) -> list[str]:
+        """One line per reject reason (the five most common): the count, the reason, and where."""
+        lines = []
+        for reason, n in self.reject_reasons.most_common(5):
+            places = self.reject_places.get(reason, [])
+            more = f" and {n - len(places)} more" if n > len(places) else ""
+            lines.append(f"rejected x{n}: {reason} (at {', '.join(places)}{more})")
+        return lines
 
     def print(self, console: Console) -> None:
         table = Table(title="neardup scan", show_header=True)
@@ -70,9 +93,39 @@ class ScanSummary:
         table.add_row("pages per second", f"{rate:.1f}")
         console.print(table)
         for error in self.file_errors:
-            console.print(f"  file {error.source}: {error.reason} (after {error.events_read} events)")
-        for reason, n in self.reject_reasons.most_common(5):
-            console.print(f"  rejected x{n}: {reason}")
+            console.print(f"  file {error.source}: {error.reason} (after {error.events_read} events)", markup=False,
+                          soft_wrap=True)
+        for line in self.rejected_lines():
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+PLACES_SHOWN = 5
+
+
+def _warc_name(source: str) -> bool:
+    return source.lower().endswith((".warc", ".warc.gz", ".arc", ".arc.gz"))
+
+
+class InputProblem(ValueError):
+    """An input file of `scan` is missing, not a file, or HTML where JSONL events were expected: found before
+    anything is created, the one line the command prints."""
+
+
+EVENT_EXAMPLE = '{"url": "https://example.com/", "body": "<html>...</html>"}'
+
+
+def check_inputs(files: list[Path]) -> None:
+    """Raise `InputProblem` for the first input that is missing, a directory, or an HTML page (scan reads
+    JSONL events, one JSON object per line, or WARC files; a WARC is recognised by its content)."""
+    for path in files:
+        if not path.exists():
+            raise InputProblem(f"no such file: {path}")
+        if path.is_dir():
+            raise InputProblem(f"{path} is a directory; give the JSONL or WARC files in it")
+        if not is_warc(path) and looks_like_html(path):
+            raise InputProblem(f"{path} looks like an HTML page, not JSONL: scan reads one JSON event per line, "
+                               f"such as {EVENT_EXAMPLE} (the docs' input page shows how to make events of HTML "
+                               "files), or WARC files")
 
 
 def _fingerprint_one(item: tuple[RawEvent | FileError, CoreSettings]) -> Fetch | Rejection | FileError:
@@ -150,12 +203,13 @@ def check_outputs(files: list[Path], outputs: dict[str, Path | None]) -> None:
                 raise OutputClash(f"{option} {path} and {other_option} {other} are the same file")
 
 
-def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
+def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | None, rejects: Path | None = None,
              hosts: Path | None = None, report: Path | None = None, processes: int = 1,
              progress: bool = True) -> ScanSummary:
     """Every event of `files` through the embedded engine over `state` (`Deduplicator`, what the
-    library API gives): the fingerprinting in `processes` processes, the decisions in this one.
-    Raises `OutputClash` before anything is written when an output is an input or another output."""
+    library API gives): the fingerprinting in `processes` processes, the decisions in this one; the
+    decisions go to `out`, or to stdout when it is None. Raises `OutputClash` before anything is written
+    when an output is an input or another output."""
     check_outputs(files, {"--out": out, "--rejects": rejects, "--hosts": hosts, "--report": report})
     core = settings.core
     try:
@@ -174,10 +228,13 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     pool = extraction_pool(processes, core, settings.extract_nice) if processes > 1 else None
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with (out.open("wb") as out_fh, _maybe_open(rejects) as rejects_fh, _maybe_open(hosts) as hosts_fh,
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.open("wb") if out is not None else _Stdout() as out_fh, _maybe_open(rejects) as rejects_fh,
+          _maybe_open(hosts) as hosts_fh,
           Progress(TextColumn("[bold]scan"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                   TimeElapsedColumn(), disable=not progress, transient=False) as bar):
+                   TimeElapsedColumn(), console=Console(stderr=True), disable=not progress,
+                   transient=False) as bar):
         task = bar.add_task("scan", total=total, rate="")
         done = 0
         for result in results:
@@ -188,8 +245,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
                 continue
             done += 1
             if isinstance(result, Rejection):
-                summary.rejected += 1
-                summary.reject_reasons[result.error[:120]] += 1
+                summary.reject(result)
                 if collected is not None:
                     collected.add_rejection(result)
                 if rejects_fh is not None:
@@ -229,6 +285,16 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, r
     if report is not None and collected is not None:
         write_report(report, collected, summary, k=core.k, jaccard=core.jaccard if core.minhash else None)
     return summary
+
+
+class _Stdout:
+    """Standard output's bytes as a context: flushed, not closed, at the end."""
+
+    def __enter__(self) -> IO[bytes]:
+        return sys.stdout.buffer
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.buffer.flush()
 
 
 class _Null:

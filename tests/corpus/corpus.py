@@ -12,5 +12,5 @@ NEEDS_CORPUS = [
     pytest.mark.corpus,
     pytest.mark.skipif(not has_corpus(CORPUS),
                        reason=f"the real-web corpus is absent: no MANIFEST.jsonl at {CORPUS} "
-                              "(../shared/corpus relative to the repository root, or $NEARDUP_CORPUS)"),
+                              "(set NEARDUP_CORPUS to the corpus directory: docs/corpus.md)"),
 ]

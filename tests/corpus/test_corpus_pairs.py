@@ -1,4 +1,4 @@
-"""The fingerprints on real web pages (`../shared/corpus`): same-site articles, variants, curated pairs.
+"""The fingerprints on real web pages (`NEARDUP_CORPUS`, docs/corpus.md): same-site articles, variants, curated pairs.
 
 Runs on a seeded sample to stay under about a minute; `bench/make_pairs.py` measures the whole corpus
 and docs/EVALUATION.md reports it. The floors below are the measured values of this sample, rounded

@@ -1,4 +1,4 @@
-"""Decoding and extraction on the real-web corpus (`../shared/corpus`): no page fails, the fast engine
+"""Decoding and extraction on the real-web corpus (`NEARDUP_CORPUS`, docs/corpus.md): no page fails, the fast engine
 keeps what stock jusText keeps, and the main text overlaps the sources' gold text.
 
 The overlap floors are the measured means (bag of lower-cased words, per page, then averaged) minus

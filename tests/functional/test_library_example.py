@@ -1,4 +1,4 @@
-"""The README's "Use it from Python" example, run as it is written there, and the library API behind it
+"""The "Use it from Python" example (docs/python.md), run as it is written there, and the library API behind it
 (`neardup_core.open_engine`) against `neardup scan` on the same events and the same state directory."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from streams.cli.scan import run_scan
 from streams.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Use it from Python"
+SECTION = "# Use it from Python"
 
 
 def readme_blocks() -> tuple[str, str]:
     """The section's first ```python block and the ``` block after "It prints:"."""
-    text = (ROOT / "README.md").read_text()
-    assert SECTION in text, f"README.md has no {SECTION!r} section"
+    text = (ROOT / "docs" / "python.md").read_text()
+    assert SECTION in text, f"docs/python.md has no {SECTION!r} section"
     section = text[text.index(SECTION):]
     section = section[: section.find("\n## ", 1)]
     code = re.search(r"```python\n(.*?)```", section, re.S)

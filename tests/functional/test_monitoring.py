@@ -1,7 +1,7 @@
 """The monitoring files against the worker: `deploy/prometheus/alerts.yml` passes `promtool check rules`
 and fires each alert in `promtool test rules`, and every metric name in it and in
 `deploy/grafana/neardup.json` is one a worker exports (`streams.metrics.REGISTRY`, with the suffixes
-prometheus_client adds); the README's metric table lists exactly those metrics.
+prometheus_client adds); the metric table of docs/monitoring.md lists exactly those metrics.
 
 promtool is Debian's `prometheus` package (`.ci/run` installs it): without it the promtool tests skip
 here and fail under CI=true.
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 ALERT_TESTS = ROOT / "deploy" / "prometheus" / "alerts.test.yml"
 DASHBOARD = ROOT / "deploy" / "grafana" / "neardup.json"
-README = ROOT / "README.md"
+METRICS_DOC = ROOT / "docs" / "monitoring.md"
 
 SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created"),
             "summary": ("", "_sum", "_count", "_created"), "info": ("_info",)}
@@ -143,7 +143,8 @@ def test_each_alert_fires_in_promtool_test_rules() -> None:
 
 
 def test_readme_lists_the_exported_metrics() -> None:
-    """The README's metric table has one row per metric family, named as Prometheus shows it."""
-    listed = set(re.findall(r"^\| `(neardup_\w+)`", README.read_text(), flags=re.M))
+    """The metric table of docs/monitoring.md has one row per metric family, named as Prometheus shows it."""
+    listed = set(re.findall(r"^\| `(neardup_\w+)`", METRICS_DOC.read_text(), flags=re.M))
     wanted = {f"{f.name}_total" if f.type == "counter" else f.name for f in metrics.REGISTRY.collect()}
-    assert listed == wanted, f"README lacks {sorted(wanted - listed)}, lists unknown {sorted(listed - wanted)}"
+    assert listed == wanted, \
+        f"docs/monitoring.md lacks {sorted(wanted - listed)}, lists unknown {sorted(listed - wanted)}"

@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--stats", type=Path, required=True)
     args = parser.parse_args()
     process = CrawlerProcess({
-        # the lines a Scrapy project adds to its settings.py (README, "From a Scrapy crawl")
+        # the lines a Scrapy project adds to its settings.py (docs/scrapy.md)
         "EXTENSIONS": {"streams.scrapy.NeardupPublisher": 500},
         "NEARDUP_BROKER": args.broker,
         "NEARDUP_TOPIC_PREFIX": args.topic_prefix,

@@ -150,7 +150,7 @@ def test_a_scrapy_crawl_is_decided_as_scan_decides_its_pages(pipeline: Cluster, 
     decisions = pipeline.read_until("dedup.decisions", all_complete(set(site)))
     check_g1_g3(pipeline, events, decisions)  # G1, G2 against the oracle, G3: scan's verdicts
 
-    # duplicate_of itself depends on the order pages arrive in (README, "The decision rule"), and the worker
+    # duplicate_of itself depends on the order pages arrive in (docs/concepts.md, "The decision rule"), and the worker
     # reads its partitions in another order than scan reads the file; where it leads does not, on this site
     latest = latest_by_url(decisions)
     (tmp_path / "scan").mkdir()

@@ -1,5 +1,5 @@
 """Settings are checked when built: every invalid NEARDUP_* value is refused with the variable's name, its
-value and what is allowed; the defaults are valid; the README's settings table lists every variable with
+value and what is allowed; the defaults are valid; the settings reference (docs/settings.md) lists every variable with
 the code's default."""
 
 from __future__ import annotations
@@ -162,9 +162,9 @@ def test_a_settings_object_built_in_code_is_checked_too() -> None:
 
 
 def _readme_settings() -> dict[str, str]:
-    """Each variable of the README's settings table and its default cell."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    """Each variable of the settings reference's table (`docs/settings.md`) and its default cell."""
+    text = (ROOT / "docs" / "settings.md").read_text()
+    section = text.split("\n## ", 1)[0]
     rows: dict[str, str] = {}
     for line in section.splitlines():
         if line.startswith("| `NEARDUP_"):
@@ -179,13 +179,13 @@ def test_the_readme_table_lists_every_variable_with_its_default() -> None:
     defaults = Settings()
     for f in dataclasses.fields(Settings):
         name = env_name(f.name)
-        assert name in rows, f"{name} is missing from the README's settings table"
+        assert name in rows, f"{name} is missing from the settings table of docs/settings.md"
         cell = rows[name]
         value = getattr(defaults, f.name)
         if isinstance(value, int | float) and cell.startswith("`") and f.name != "extract_processes":
-            assert float(cell.strip("`")) == value, f"README default of {name}: {cell}, code: {value}"
+            assert float(cell.strip("`")) == value, f"docs/settings.md default of {name}: {cell}, code: {value}"
         elif isinstance(value, str) and value and cell.startswith("`"):
-            assert cell.strip("`") == value, f"README default of {name}: {cell}, code: {value}"
+            assert cell.strip("`") == value, f"docs/settings.md default of {name}: {cell}, code: {value}"
 
 
 @pytest.mark.parametrize("where", ["a file", "under a file"])
