@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from neardup_core.dedup.engine import StateMismatch
-from neardup_core.embedded import Deduplicator
+from neardup_core.embedded import EventDeduplicator
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.urls import url_identity
@@ -153,13 +153,13 @@ def check_outputs(files: list[Path], outputs: dict[str, Path | None]) -> None:
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path, rejects: Path | None = None,
              hosts: Path | None = None, report: Path | None = None, processes: int = 1,
              progress: bool = True) -> ScanSummary:
-    """Every event of `files` through the embedded engine over `state` (`Deduplicator`, what the
+    """Every event of `files` through the embedded engine over `state` (`EventDeduplicator`, what the
     library API gives): the fingerprinting in `processes` processes, the decisions in this one.
     Raises `OutputClash` before anything is written when an output is an input or another output."""
     check_outputs(files, {"--out": out, "--rejects": rejects, "--hosts": hosts, "--report": report})
     core = settings.core
     try:
-        dedup = Deduplicator(state, core, persist_hosts=hosts is not None)
+        dedup = EventDeduplicator(state, core, persist_hosts=hosts is not None)
     except StateMismatch as exc:
         raise SystemExit(str(exc)) from None
     summary = ScanSummary()
