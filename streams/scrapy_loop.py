@@ -41,7 +41,6 @@ when none came (`neardup/items_undecided`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import threading
@@ -103,6 +102,9 @@ class LoopOptions:
     """[NEARDUP_FOLLOW_DUPLICATES] follow the links of duplicate pages."""
     decision_wait_s: float = 30.0
     """[NEARDUP_DECISION_WAIT_S] kafka: how long an item waits for its page's decision."""
+    item_hold_s: float = 0.0
+    """[NEARDUP_ITEM_HOLD_S] how long the items of a unique page wait before they go out: a better copy
+    fetched meanwhile revises the page, and its items are dropped or marked instead."""
 
 
 def read_loop_settings(settings: BaseSettings) -> LoopOptions:
@@ -146,8 +148,15 @@ def read_loop_settings(settings: BaseSettings) -> LoopOptions:
                            "must be a number of seconds") from None
     if not (math.isfinite(wait_s) and 0 <= wait_s <= 3600):
         raise SettingError("NEARDUP_DECISION_WAIT_S", wait_s, "must be a number from 0 to 3600")
+    try:
+        hold_s = settings.getfloat("NEARDUP_ITEM_HOLD_S", 0.0)
+    except ValueError:
+        raise SettingError("NEARDUP_ITEM_HOLD_S", settings.get("NEARDUP_ITEM_HOLD_S"),
+                           "must be a number of seconds") from None
+    if not (math.isfinite(hold_s) and 0 <= hold_s <= 3600):
+        raise SettingError("NEARDUP_ITEM_HOLD_S", hold_s, "must be a number from 0 to 3600")
     return LoopOptions(mode, state_dir, flags["NEARDUP_APPLY_RULES"], flags["NEARDUP_APPLY_BUDGET"], step,
-                       trap_penalty, items, flags["NEARDUP_FOLLOW_DUPLICATES"], wait_s)
+                       trap_penalty, items, flags["NEARDUP_FOLLOW_DUPLICATES"], wait_s, hold_s)
 
 
 class Source(Protocol):
@@ -438,31 +447,42 @@ class NeardupItems:
                                     spider: Spider) -> AsyncIterator[Any]:
         from scrapy import Request
 
-        page: dict[str, Any] | None = None
+        items: list[Any] = []
+        links: list[Request] = []  # held only when a duplicate's links are not followed
         async for out in result:
-            if isinstance(out, Request):
-                if not self.options.follow_duplicates:
-                    page = page if page is not None else await self.decision_of(response)
-                    if page is not None and page["verdict"] in ("exact_duplicate", "near_duplicate"):
-                        self.stats.inc_value("neardup/links_dropped")
-                        continue
+            if not isinstance(out, Request):
+                items.append(out)
+            elif self.options.follow_duplicates:
                 yield out
-                continue
-            page = page if page is not None else await self.decision_of(response)
-            if page is None:
-                yield out
-                continue
-            if page["verdict"] not in ("exact_duplicate", "near_duplicate"):
-                self.loop.emitted.add(url_identity(response.url))
-                yield out
+            else:
+                links.append(out)
+        if not items and not links:
+            return
+        page = await self.decision_of(response)
+        for link in links:
+            if page is not None and is_duplicate(page):
+                self.stats.inc_value("neardup/links_dropped")
+            else:
+                yield link
+        if items and page is not None and not is_duplicate(page) and self.options.item_hold_s > 0:
+            await sleep(self.options.item_hold_s)
+            decision = self.loop.source.decision(response.url)
+            if decision is not None and decision.is_duplicate:
+                self.stats.inc_value("neardup/items_revised_in_hold", len(items))
+                page = page_meta(decision, self.loop.source.canonical(decision.url))
+        for item in items:
+            if page is None or not is_duplicate(page):
+                if page is not None:
+                    self.loop.emitted.add(url_identity(response.url))
+                yield item
             elif self.options.duplicate_items == "drop":
                 self.stats.inc_value("neardup/items_dropped")
                 log.debug("neardup: item of %s dropped: a duplicate of %s", response.url, page["canonical"])
             elif self.options.duplicate_items == "mark":
                 self.stats.inc_value("neardup/items_marked")
-                yield mark(out, page["canonical"])
+                yield mark(item, page["canonical"])
             else:
-                yield out
+                yield item
 
     async def decision_of(self, response: Response) -> dict[str, Any] | None:
         """The page's decision: from `response.meta` (embedded), else from the source, waiting for it
@@ -482,7 +502,20 @@ class NeardupItems:
                 self.stats.inc_value("neardup/items_undecided")
                 log.debug("neardup: no decision for %s within %.0f s", response.url, self.options.decision_wait_s)
                 return None
-            await asyncio.sleep(0.05)
+            await sleep(0.05)
+
+
+def is_duplicate(page: dict[str, Any]) -> bool:
+    return page["verdict"] in ("exact_duplicate", "near_duplicate")
+
+
+async def sleep(seconds: float) -> None:
+    """Wait without blocking the reactor (any reactor Scrapy runs on)."""
+    from scrapy.utils.defer import maybe_deferred_to_future
+    from twisted.internet import reactor
+    from twisted.internet.task import deferLater
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
 
 
 def mark(item: Any, canonical: str) -> Any:

@@ -16,15 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response
 
-from neardup_core.testing.crawl_site import HOSTS, START_URLS
+from neardup_core.testing.crawl_site import HOSTS, START_URLS, TRAP, CrawlSite, SiteServer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class SiteSpider(scrapy.Spider):
@@ -63,6 +71,86 @@ def crawl_settings(mode: str, items: Path, broker: str | None = None, topic_pref
         settings |= {"EXTENSIONS": {"streams.scrapy.NeardupPublisher": 500}, "NEARDUP_BROKER": broker,
                      "NEARDUP_TOPIC_PREFIX": topic_prefix}
     return settings
+
+
+@dataclass(frozen=True)
+class CrawlResult:
+    """One crawl of the site, measured: by the site's server (what was fetched) and by the items."""
+
+    label: str
+    site: CrawlSite
+    stats: dict[str, Any]
+    items: list[dict[str, Any]]
+    served: Counter[str]
+    contents: Counter[str]
+    wall_s: float
+
+    @property
+    def fetched(self) -> int:
+        return sum(self.served.values())
+
+    @property
+    def trap_fetched(self) -> int:
+        return sum(n for url, n in self.served.items() if urlsplit(url).hostname == TRAP)
+
+    @property
+    def missed(self) -> set[str]:
+        """The site's distinct main texts that no fetch reached."""
+        return self.site.content_ids() - set(self.contents)
+
+    @property
+    def duplicate_items(self) -> int:
+        """Items emitted beyond the first of their content."""
+        return len(self.items) - len({item["content_id"] for item in self.items})
+
+
+def run_crawl(mode: str, workdir: Path, *, label: str | None = None, site: CrawlSite | None = None,
+              broker: str | None = None, topic_prefix: str = "", settings: Mapping[str, object] | None = None,
+              env: Mapping[str, str] | None = None, timeout_s: float = 600) -> CrawlResult:
+    """Serve the site on a fresh server and crawl it in a Scrapy process; what it fetched and emitted."""
+    site = site or CrawlSite()
+    label = label or mode
+    workdir.mkdir(parents=True, exist_ok=True)
+    stats_path, items_path = workdir / f"{label}-stats.json", workdir / f"{label}-items.jsonl"
+    server = SiteServer(site)
+    thread = server.start()
+    args = [sys.executable, "-m", "tests.integration.site_crawl", "--proxy", server.proxy, "--mode", mode,
+            "--stats", str(stats_path), "--items", str(items_path)]
+    if broker is not None:
+        args += ["--broker", broker, "--topic-prefix", topic_prefix]
+    for name, value in (settings or {}).items():
+        args += ["--set", f"{name}={value}"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_") and k.lower() != "http_proxy"}
+    try:
+        started = time.monotonic()
+        done = subprocess.run(args, cwd=ROOT, env={**clean, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout_s)
+        wall_s = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    (workdir / f"{label}-scrapy.log").write_text(done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {label} crawl failed ({done.returncode}): {done.stderr[-3000:]}")
+    items = [json.loads(line) for line in items_path.read_text().splitlines() if line.strip()]
+    return CrawlResult(label, site, json.loads(stats_path.read_text()), items, server.served, server.contents,
+                       wall_s)
+
+
+def savings_table(results: Sequence[CrawlResult]) -> str:
+    """The crawls side by side (markdown), each against the first (the plain crawl)."""
+    base = results[0]
+    total = len(base.site.content_ids())
+    lines = ["| crawl | requests fetched | fewer than plain | trap-host fetches | fewer than plain | distinct "
+             "texts reached | items emitted | duplicate items | wall time |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(
+            f"| {r.label} | {r.fetched} | {1 - r.fetched / base.fetched:.0%} | {r.trap_fetched} | "
+            f"{1 - r.trap_fetched / base.trap_fetched:.0%} | {total - len(r.missed)} of {total} | {len(r.items)} | "
+            f"{r.duplicate_items} ({r.duplicate_items / max(1, len(r.items)):.1%}) | {r.wall_s:.1f} s |")
+    return "\n".join(lines)
 
 
 def main() -> None:
