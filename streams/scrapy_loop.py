@@ -485,11 +485,13 @@ class NeardupItems:
                 yield item
 
     async def decision_of(self, response: Response) -> dict[str, Any] | None:
-        """The page's decision: from `response.meta` (embedded), else from the source, waiting for it
-        up to `NEARDUP_DECISION_WAIT_S` (kafka); None (counted) when none came."""
-        found = response.meta.get(META_DECISION)
-        if found is not None or self.options.mode == "embedded":
-            return found if isinstance(found, dict) else None
+        """The page's decision now (a better copy decided since the response arrived may have revised it);
+        in kafka mode waiting for it up to `NEARDUP_DECISION_WAIT_S`; None (counted) when none came."""
+        if self.options.mode == "embedded":
+            if response.meta.get(META_DECISION) is None:  # not decided: not HTML, or refused (logged)
+                return None
+            decision = self.loop.source.decision(response.url)
+            return page_meta(decision, self.loop.source.canonical(decision.url)) if decision is not None else None
         deadline = time.monotonic() + self.options.decision_wait_s
         source = self.loop.source
         while True:
