@@ -26,10 +26,11 @@ every HTML response as it arrives (`neardup/verdict/...`) and puts the decision 
 
 `NeardupItems` (a spider middleware) takes the items a spider yields from a response: from a duplicate
 page they are dropped (`NEARDUP_DUPLICATE_ITEMS = "drop"`, `neardup/items_dropped`) or given a
-`neardup_canonical` field (`"mark"`, `neardup/items_marked`). An item yielded as unique whose page a
-better copy revises later was emitted already: counted in `neardup/items_revised`. Requests pass; with
-`NEARDUP_FOLLOW_DUPLICATES = False` the links of a duplicate page are dropped too
-(`neardup/links_dropped`): its canonical's links are the ones followed.
+`neardup_canonical` field (`"mark"`, `neardup/items_marked`). A page decided unique that a better copy revised
+before its items went out (during `NEARDUP_ITEM_HOLD_S`, say) has its items dropped or marked, counted in
+`neardup/items_revised_early`; an item that went out as unique and whose page is revised later is counted in
+`neardup/items_revised`. Requests pass; with `NEARDUP_FOLLOW_DUPLICATES = False` the links of a duplicate
+page are dropped too (`neardup/links_dropped`): its canonical's links are the ones followed.
 
 Modes, with the same components: **embedded**, a `neardup_core.Deduplicator` in the crawl's process
 (memory or `NEARDUP_STATE_DIR`), deciding each page as it arrives; **kafka**, the decisions and host
@@ -468,8 +469,10 @@ class NeardupItems:
             await sleep(self.options.item_hold_s)
             decision = self.loop.source.decision(response.url)
             if decision is not None and decision.is_duplicate:
-                self.stats.inc_value("neardup/items_revised_in_hold", len(items))
                 page = page_meta(decision, self.loop.source.canonical(decision.url))
+        first = response.meta.get(META_DECISION)  # the page's decision when it was first known
+        if items and isinstance(first, dict) and not is_duplicate(first) and page is not None and is_duplicate(page):
+            self.stats.inc_value("neardup/items_revised_early", len(items))
         for item in items:
             if page is None or not is_duplicate(page):
                 if page is not None:

@@ -63,7 +63,7 @@ def test_tuned_emits_one_item_per_text(crawls: dict[str, CrawlResult]) -> None:
     assert crawl.duplicate_items <= 0.01 * len(crawl.items), copies(crawl)
     assert crawl.stats["neardup/links_dropped"] > 0
     assert crawl.stats["neardup/verdict/unique"] == len(crawl.items) + crawl.stats.get(
-        "neardup/items_revised_in_hold", 0), "one item per unique page, but for those a better copy revised"
+        "neardup/items_revised_early", 0), "one item per unique page, but for those a better copy revised"
 
 
 def copies(crawl: CrawlResult) -> dict[str, list[str]]:
