@@ -4,6 +4,7 @@ rewrite, drop, priority and budget on learned signals, the items middleware's dr
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def test_settings_defaults_and_a_state_dir_only_in_embedded_mode() -> None:
         read_loop_settings(Settings({"NEARDUP_MODE": "kafka", "NEARDUP_STATE_DIR": "state"}))
 
 
-def test_a_learned_session_parameter_rewrites_and_drops_what_was_fetched() -> None:
+def test_a_learned_session_parameter_rewrites_and_drops_what_was_fetched(caplog: pytest.LogCaptureFixture) -> None:
     frontier, _ = components()
     fetch(frontier, "http://news.example/story0", article("Story 0", "Story 0 words"))
     assert frontier.process_request(Request("http://news.example/story0?sid=a0"), SPIDER) is None, \
@@ -80,7 +81,11 @@ def test_a_learned_session_parameter_rewrites_and_drops_what_was_fetched() -> No
         fetch(frontier, f"http://news.example/story{i}", body)
         fetch(frontier, f"http://news.example/story{i}?sid=a{i}", body, check=False)
     before = stat(frontier, "rewritten")
-    rewritten = frontier.process_request(Request("http://news.example/story9?sid=zz"), SPIDER)
+    with caplog.at_level(logging.DEBUG, logger="streams.scrapy_loop"):
+        rewritten = frontier.process_request(Request("http://news.example/story9?sid=zz"), SPIDER)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG] == [
+        "neardup: http://news.example/story9?sid=zz rewritten to http://news.example/story9 by the rules of "
+        "news.example"]
     assert isinstance(rewritten, Request) and rewritten.url == "http://news.example/story9"
     assert stat(frontier, "rewritten") == before + 1
     assert frontier.process_request(rewritten, SPIDER) is None, "the normal form itself is fetched"
