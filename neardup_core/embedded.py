@@ -1,13 +1,14 @@
-"""The embedded library API: decisions for a Python crawler, without Kafka, over a state directory.
+"""Decisions for `pages.fetched` events, without Kafka, over a state directory: what `neardup scan` runs.
 
-`open_engine(state_dir, settings)` gives a `Deduplicator`: `add(event)` takes one `pages.fetched` event (a
-dict in the topic's schema, or its JSON bytes) and returns an `Outcome`, the event URL's decision and
-every decision it changed (revisions of other URLs included) with the host signals they cause, or a
-`Rejected` with the reason. It is what `neardup scan` runs for each event (scan fingerprints in a
-process pool and hands each `Fetch` to `decide`), so the library and the command decide alike, and a
-state directory written by one is continued by the other::
+The library API for a crawler is `neardup_core.Deduplicator` (`add(url, html)`); this module keeps the
+event form of the wire schema beside it. `EventDeduplicator(state_dir, settings)`: `add(event)` takes one
+`pages.fetched` event (a dict in the topic's schema, or its JSON bytes) and returns an `Outcome`, the
+event URL's decision and every decision it changed (revisions of other URLs included) with the host
+signals they cause, or a `Rejected` with the reason. It is what `neardup scan` runs for each event
+(scan fingerprints in a process pool and hands each `Fetch` to `decide`), so the library and the
+command decide alike, and a state directory written by one is continued by the other::
 
-    with open_engine("state/", CoreSettings(k=3)) as dd:
+    with EventDeduplicator("state/", CoreSettings(k=3)) as dd:
         outcome = dd.add({"url": "https://example.com/a", "body": "<html>...</html>"})
         if isinstance(outcome, Rejected):
             print(outcome.reason)
@@ -18,6 +19,7 @@ state directory written by one is continued by the other::
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.messages import Decision, HostSignal
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 
-__all__ = ["Deduplicator", "Outcome", "open_engine"]
+__all__ = ["EventDeduplicator", "Outcome", "open_engine"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class Outcome:
         return [d for d in self.published if url_identity(d.url) != own]
 
 
-class Deduplicator:
+class EventDeduplicator:
     """The engine (`Engine`: index and URL tables) and the host tracker over one state directory.
 
     `state_dir` None keeps everything in memory, for one run. With `persist_hosts` False the host
@@ -117,7 +119,7 @@ class Deduplicator:
         self.engine.close()
         self.tracker.close()
 
-    def __enter__(self) -> Deduplicator:
+    def __enter__(self) -> EventDeduplicator:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -126,7 +128,10 @@ class Deduplicator:
 
 
 def open_engine(state_dir: str | Path | None, settings: CoreSettings = DEFAULT_SETTINGS, *,
-                persist_hosts: bool = True) -> Deduplicator:
-    """A `Deduplicator` over `state_dir` (created when missing; None: in memory); use it in a `with`
-    block, or call `close()`, so RocksDB releases the directory."""
-    return Deduplicator(state_dir, settings, persist_hosts=persist_hosts)
+                persist_hosts: bool = True) -> EventDeduplicator:
+    """Deprecated: `neardup_core.Deduplicator(state_dir, settings)` for pages, `EventDeduplicator` for
+    events. An `EventDeduplicator` over `state_dir` (created when missing; None: in memory)."""
+    warnings.warn("open_engine is deprecated: use neardup_core.Deduplicator(state_dir, settings) (add(url, html) "
+                  "-> Decision), or neardup_core.embedded.EventDeduplicator for events in the topic's schema",
+                  DeprecationWarning, stacklevel=2)
+    return EventDeduplicator(state_dir, settings, persist_hosts=persist_hosts)

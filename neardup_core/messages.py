@@ -47,6 +47,11 @@ class Decision:
     def from_json(cls, raw: bytes | str) -> Decision:
         return cls(**orjson.loads(raw))
 
+    @property
+    def is_duplicate(self) -> bool:
+        """An exact or near duplicate of a better-ranked page (`duplicate_of`): a copy to skip."""
+        return self.verdict in ("exact_duplicate", "near_duplicate")
+
     def verdict_key(self) -> tuple[Any, ...]:
         """What a decision says, without when it was said: equal for equal decisions."""
         return (self.url, self.verdict, self.duplicate_of, self.distance, self.jaccard)

@@ -15,8 +15,9 @@ from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.dedup.retention import URL_CLOCK, Expired, advance_clock
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import probe_batch
+from neardup_core.index.bucket import probe_batch, removals_for
 from neardup_core.index.expiry import expire_versions
+from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings, Difference, state_differences, state_settings
 from neardup_core.store.base import Store
 from neardup_core.store.memory import MemoryStore
@@ -92,6 +93,32 @@ class Engine:
         for url, st in states.items():
             self.urls.save(url, st)
         return out
+
+    def preview(self, fetch: Fetch, now_ms: int | None = None) -> tuple[list[Published], Decision | None]:
+        """What `decide` would publish for `fetch`, and the URL's decision then, with nothing stored: the
+        same step runs on overlays of both stores that are dropped afterwards."""
+        index, urls = self.index, self.urls
+        self.index = Overlay(index)
+        self.urls = UrlStates(Overlay(urls.store), urls.retention)
+        self.urls.horizon_ms = urls.horizon_ms
+        try:
+            out = self.decide(fetch, now_ms)
+            return out, self.urls.load(fetch.url).last_decision()
+        finally:
+            self.index, self.urls = index, urls
+
+    def forget(self, url: str) -> bool:
+        """Remove the URL's index entries and its state; False when it had none. Pages decided duplicates
+        of it keep their decisions (they are not told); a copy added later no longer matches it."""
+        state = self.urls.load(url)
+        if state.is_empty():
+            return False
+        removals = [p for v in state.versions.values() if v.page is not None
+                    for p in removals_for(self.settings.design, v.page)]
+        if removals:
+            probe_batch(self.index, removals, self.settings.design, self.settings.k)
+        self.urls.store.delete(url_identity(url).encode())
+        return True
 
     def _expire(self, event_ms: int, now_ms: int) -> int | None:
         """With a retention: the horizon after this fetch moved the clock, once the versions and URL

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from neardup_core.dedup.engine import StateMismatch
-from neardup_core.embedded import Deduplicator
+from neardup_core.embedded import EventDeduplicator
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
 from neardup_core.hosts.urls import url_identity
@@ -206,14 +206,14 @@ def check_outputs(files: list[Path], outputs: dict[str, Path | None]) -> None:
 def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | None, rejects: Path | None = None,
              hosts: Path | None = None, report: Path | None = None, processes: int = 1,
              progress: bool = True) -> ScanSummary:
-    """Every event of `files` through the embedded engine over `state` (`Deduplicator`, what the
-    library API gives): the fingerprinting in `processes` processes, the decisions in this one; the
+    """Every event of `files` through the embedded engine over `state` (`EventDeduplicator`, what the
+    library API's event form gives): the fingerprinting in `processes` processes, the decisions in this one; the
     decisions go to `out`, or to stdout when it is None. Raises `OutputClash` before anything is written
     when an output is an input or another output."""
     check_outputs(files, {"--out": out, "--rejects": rejects, "--hosts": hosts, "--report": report})
     core = settings.core
     try:
-        dedup = Deduplicator(state, core, persist_hosts=hosts is not None)
+        dedup = EventDeduplicator(state, core, persist_hosts=hosts is not None)
     except StateMismatch as exc:
         raise SystemExit(str(exc)) from None
     summary = ScanSummary()

@@ -1,0 +1,39 @@
+"""The loop in Kafka mode: a real Scrapy crawl of the test site publishes its pages to the test broker
+(`NeardupPublisher`), a worker decides them, and the crawl's frontier and items middlewares read the decisions
+and host signals back from `dedup.decisions` and `frontier.host-signals` (a consumer on its own thread). Against
+a plain crawl of the same site: fewer fetches, every distinct main text reached, duplicate items dropped.
+
+How much it saves depends on how soon the decisions and signals come back (the worker's batches and ticks): the
+table printed (`pytest -s`) is measured, and the savings asserted are the issue's bars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streams.devcluster import Cluster
+from tests.functional.test_scrapy_loop_crawl import TUNED, copies
+from tests.integration.site_crawl import run_crawl, savings_table
+
+HOLD_S = 3
+"""Items wait longer than in embedded mode: a better copy's decision comes back through the worker."""
+
+
+def test_a_kafka_mode_crawl_reads_decisions_and_signals_back_and_fetches_less(pipeline: Cluster,
+                                                                              tmp_path: Path) -> None:
+    pipeline.start_worker("a")
+    pipeline.wait_balanced(["a"])
+    plain = run_crawl("plain", tmp_path, label="plain Scrapy")
+    kafka = run_crawl("kafka", tmp_path, label=f"kafka, no follow, hold {HOLD_S} s", broker=pipeline.bootstrap,
+                      topic_prefix=pipeline.topic_prefix, settings={**TUNED, "NEARDUP_ITEM_HOLD_S": HOLD_S})
+    print("\n" + savings_table([plain, kafka]))
+    stats = kafka.stats
+    print({k: v for k, v in sorted(stats.items()) if k.startswith("neardup/")})
+    assert stats["finish_reason"] == "finished"
+    assert stats["neardup/produced"] == stats["neardup/delivered"] > 0, stats
+    assert "neardup/delivery_errors" not in stats, stats
+    assert "neardup/items_undecided" not in stats, "every item's page had its decision back in time"
+    assert kafka.missed == set(), "every distinct main text of the site is still reached"
+    assert kafka.trap_fetched <= 0.6 * plain.trap_fetched, (kafka.trap_fetched, plain.trap_fetched)
+    assert kafka.fetched <= 0.8 * plain.fetched, (kafka.fetched, plain.fetched)
+    assert stats["neardup/items_dropped"] > 0 and stats["neardup/links_dropped"] > 0, stats
+    assert kafka.duplicate_items <= 0.01 * len(kafka.items), copies(kafka)
