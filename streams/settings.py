@@ -308,6 +308,9 @@ OTHER_VARIABLES = {
     "NEARDUP_TOPICS": "bench", "NEARDUP_CI_TIMEOUT": ".ci/run", "NEARDUP_CI_KAFKA4": ".ci/run",
     "NEARDUP_CI_KAFKA4_TIMEOUT": ".ci/run", "NEARDUP_CI_LOG_DIR": ".ci/run", "NEARDUP_CI_LINT_TIMEOUT": ".ci/run",
     "NEARDUP_CI_DOCS_TIMEOUT": ".ci/run",
+    **{f"NEARDUP_{name}": "the Scrapy loop (streams/scrapy_loop.py)" for name in (
+        "MODE", "STATE_DIR", "APPLY_RULES", "APPLY_BUDGET", "TRAP_PENALTY", "PRIORITY_STEP", "DUPLICATE_ITEMS",
+        "FOLLOW_DUPLICATES", "ITEM_HOLD_S", "DECISION_WAIT_S")},
 }
 """`NEARDUP_*` variables read outside `Settings` (by the core, the Scrapy publisher, the tools and tests) and
 what reads each: known, so not reported as unknown."""
