@@ -43,7 +43,7 @@ def test_every_variable_the_repository_names_is_known() -> None:
                  *ROOT.glob("bench/*.py"), ROOT / ".ci/run", ROOT / "deploy/local-kafka",
                  ROOT / "deploy/validate-manifests", ROOT / "deploy/docker-compose.yml"]:
         names |= set(re.findall(r"\b(NEARDUP_[A-Z0-9_]*[A-Z0-9])\b", path.read_text(errors="replace")))
-    names -= {"NEARDUP_KK", "NEARDUP_BROKR", "NEARDUP_ZZZZZZ", "NEARDUP_SSL", "NEARDUP_SASL"}  # this test's own; prefixes
+    names -= {"NEARDUP_KK", "NEARDUP_BROKR", "NEARDUP_ZZZZZZ", "NEARDUP_SSL", "NEARDUP_SASL"}  # own; prefixes
     assert names - known_variables() == set()
 
 
