@@ -38,7 +38,10 @@ partitions that lands in between is queued, then cleared, and the partition is r
 Seen as a worker started over a backlog of `pages.fetched` that decided one full take (what its
 agent had already taken from the queue) and never read that topic again. `RedeliveringQueue`, the
 app's queue (`NeardupApp.FlowControlQueue`), tells the consumer the first offset it drops of each
-partition, and the consumer seeks the partition back to it (unless it is below the committed offset).
+partition, and the consumer seeks the partition back to it (unless it is below the committed offset);
+what is left of the fetch being handed on at that moment is not handed on for that partition (it comes
+again: handed on, it would move Faust's read offset past the records fetched again, and Faust's fetch
+loop drops a record below its read offset).
 (In the stalled runs, a partition with nothing committed was not sought at all, and one whose read offset
 the seek set back to the committed offset was fetched again by the gap rule above only once a new record
 came: at the end of a backlog, none does.)
@@ -111,11 +114,14 @@ class RedeliveringConsumer(Consumer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._gap_records: dict[TP, int] = {}  # partition -> the last record not handed on for a gap
+        self._redeliveries = 0  # how many times `redeliver` sought partitions back
+        self._redelivered: dict[TP, int] = {}  # partition -> the value of that count when it was last sought back
 
     def redeliver(self, dropped: Mapping[TP, int]) -> None:
         """Seek each assigned stream partition back to the first offset a cleared queue dropped of it
         (`fetch_again`). Changelog partitions are left to the recovery, which reads them by its own offsets."""
         assigned = self.assignment()
+        self._redeliveries += 1
         for tp, offset in sorted(dropped.items()):
             read, committed = self._read_offset.get(tp), self._committed_offset.get(tp)
             if tp not in assigned or self._is_changelog_tp(tp) or not fetch_again(offset, committed):
@@ -124,17 +130,21 @@ class RedeliveringConsumer(Consumer):
                      "fetched again from %d", tp.topic, tp.partition, offset, read, committed, offset)
             self._thread.seek(tp, offset)  # aiokafka's seek, at once: a fetch in flight is discarded
             self._read_offset[tp] = offset or None
+            self._redelivered[tp] = self._redeliveries
             RESEEKS.inc()
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         records, active = await self._wait_next_records(timeout)
         generation = self.app.consumer_generation_id
+        redeliveries = self._redeliveries
         if records is None or self.should_stop:
             return
         dropped: dict[TP, int] = {}  # partition -> the first offset not handed on
         gaps: dict[TP, int] = {}  # partition -> the first offset the gap would count as processed
         cut = not self.flow_active  # from here on nothing of this fetch is handed on
         for tp, record in self.scheduler.iterate(records):
+            if self._redelivered.get(tp, 0) > redeliveries:
+                continue  # `redeliver` sought the partition back while this fetch was handed on: it comes again
             cut = cut or not self.flow_active or self.app.consumer_generation_id != generation
             if tp in dropped or cut or not (active is None or tp in active or tp in self._buffered_partitions):
                 dropped.setdefault(tp, record.offset)
