@@ -108,6 +108,17 @@ class LoopOptions:
     fetched meanwhile revises the page, and its items are dropped or marked instead."""
 
 
+def seconds_setting(settings: BaseSettings, name: str, default: float) -> float:
+    """A Scrapy setting of seconds, from 0 to 3600."""
+    try:
+        value = settings.getfloat(name, default)
+    except ValueError:
+        raise SettingError(name, settings.get(name), "must be a number of seconds") from None
+    if not (math.isfinite(value) and 0 <= value <= 3600):
+        raise SettingError(name, value, "must be a number from 0 to 3600")
+    return float(value)
+
+
 def read_loop_settings(settings: BaseSettings) -> LoopOptions:
     """The loop's settings from Scrapy's; `SettingError` for the first that breaks its rule."""
     mode = settings.get("NEARDUP_MODE", "embedded")
@@ -142,20 +153,8 @@ def read_loop_settings(settings: BaseSettings) -> LoopOptions:
     items = settings.get("NEARDUP_DUPLICATE_ITEMS", "drop")
     if items not in ITEM_ACTIONS:
         raise SettingError("NEARDUP_DUPLICATE_ITEMS", items, f"must be one of {', '.join(ITEM_ACTIONS)}")
-    try:
-        wait_s = settings.getfloat("NEARDUP_DECISION_WAIT_S", 30.0)
-    except ValueError:
-        raise SettingError("NEARDUP_DECISION_WAIT_S", settings.get("NEARDUP_DECISION_WAIT_S"),
-                           "must be a number of seconds") from None
-    if not (math.isfinite(wait_s) and 0 <= wait_s <= 3600):
-        raise SettingError("NEARDUP_DECISION_WAIT_S", wait_s, "must be a number from 0 to 3600")
-    try:
-        hold_s = settings.getfloat("NEARDUP_ITEM_HOLD_S", 0.0)
-    except ValueError:
-        raise SettingError("NEARDUP_ITEM_HOLD_S", settings.get("NEARDUP_ITEM_HOLD_S"),
-                           "must be a number of seconds") from None
-    if not (math.isfinite(hold_s) and 0 <= hold_s <= 3600):
-        raise SettingError("NEARDUP_ITEM_HOLD_S", hold_s, "must be a number from 0 to 3600")
+    wait_s = seconds_setting(settings, "NEARDUP_DECISION_WAIT_S", 30.0)
+    hold_s = seconds_setting(settings, "NEARDUP_ITEM_HOLD_S", 0.0)
     return LoopOptions(mode, state_dir, flags["NEARDUP_APPLY_RULES"], flags["NEARDUP_APPLY_BUDGET"], step,
                        trap_penalty, items, flags["NEARDUP_FOLLOW_DUPLICATES"], wait_s, hold_s)
 
