@@ -126,8 +126,10 @@ class RedeliveringConsumer(Consumer):
             read, committed = self._read_offset.get(tp), self._committed_offset.get(tp)
             if tp not in assigned or self._is_changelog_tp(tp) or not fetch_again(offset, committed):
                 continue
-            log.info("the flow resumed with fetched records of %s:%d still queued (from %d, read %s, committed %s): "
-                     "fetched again from %d", tp.topic, tp.partition, offset, read, committed, offset)
+            # `committed` is Faust's view: None before its recovery has read the group's offsets
+            log.info("the flow resumed with fetched records of %s:%d still queued (from %d, read %s, committed "
+                     "as Faust knows it %s): fetched again from %d", tp.topic, tp.partition, offset, read, committed,
+                     offset)
             self._thread.seek(tp, offset)  # aiokafka's seek, at once: a fetch in flight is discarded
             self._read_offset[tp] = offset or None
             self._redelivered[tp] = self._redeliveries
