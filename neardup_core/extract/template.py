@@ -194,7 +194,7 @@ class _TreeRoles:
         if xpath in self._at:
             return self._at[xpath]
         head, _, step = xpath.rpartition("/")
-        tag, _, order = step.partition("[")
+        tag, _, order = step.rpartition("[") if step.endswith("]") else (step, "", "")  # a tag may hold "["
         el = None
         if not head:
             el = self._root if tag == self._root.tag else None

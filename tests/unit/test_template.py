@@ -226,3 +226,16 @@ def test_the_check_does_not_parse_the_page_again(monkeypatch: pytest.MonkeyPatch
     assert [extract(html).template for html in pages] == stock
     with pytest.raises(AssertionError, match="parsed again"):
         extract(pages[0], engine="justext")
+
+
+def test_stock_paragraphs_are_located_under_a_tag_that_holds_a_bracket() -> None:
+    """Script text parsed as markup makes tags such as ``x=a[i]`` (one corpus page has one): the
+    xpath step ``x=a[i][1]`` is that tag, first of its name, and locating it does not fail."""
+    from neardup_core.extract.main_text import _paragraphs
+
+    html = page("<div class='sidebar'><x=a[i]><p>text in a sidebar</p></x=a[i]></div><p>own text</p>")
+    paragraphs = _paragraphs(html, "justext")
+    assert [p.xpath for p in paragraphs][0].endswith("/x=a[i][1]/p[1]")
+    roles = element_roles(html, paragraphs)
+    assert isinstance(roles, template._TreeRoles)
+    assert [roles.of(p) for p in paragraphs] == [True, None]
