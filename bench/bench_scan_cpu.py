@@ -330,8 +330,11 @@ def main(argv: list[str]) -> int:
     first_before, first_after = runs["scan before"][0], runs["scan after"][0]
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted((first_after.verdicts or Counter()).items()))
     table.notes += [
-        f"scan: `--processes {args.processes}`, each checkout's defaults (before's extraction processes at nice "
-        f"10, after's at 0); `scan before, nice 0` is before with NEARDUP_EXTRACT_NICE=0. Pipeline: "
+        f"scan: `--processes {args.processes}`, each checkout's defaults "
+        + ("(before's extraction processes at nice 10, after's at 0); `scan before, nice 0` is before with "
+           "NEARDUP_EXTRACT_NICE=0. " if args.processes > 1 else "(one process: extraction in the scan process "
+           "itself, no pool, so no nice setting applies). ")
+        + "Pipeline: "
         f"justext + datasketch from {args.peer_path} (MinHash(num_perm={NUM_PERM}), MinHashLSH(threshold="
         f"{LSH_THRESHOLD}), word 3-shingles), one process.",
         "pages/s over the subprocess's wall time, start-up included; CPU = user + system of the subprocess and "
