@@ -148,7 +148,12 @@ class Settings:
     extract_nice: int = _env("NEARDUP_EXTRACT_NICE", 10, _int)
     """How much lower the extraction processes' CPU priority is than the worker's (`nice`): when the
     cores are busy, the steps that finish pages (the index process, the event loop) run first, and
-    new pages wait in Kafka instead of piling up half done; 0 = the same priority."""
+    new pages wait in Kafka instead of piling up half done; 0 = the same priority. The worker's only:
+    `neardup scan` has `scan_nice`."""
+    scan_nice: int = _env("NEARDUP_SCAN_NICE", 0, _int)
+    """How much lower `neardup scan`'s extraction processes' CPU priority is than its own (`nice`): 0, a
+    batch command keeps the priority it was started with rather than yielding to unrelated work (on a
+    loaded machine a scan at nice 10 ran at about half its quiet speed); raise it to make a scan yield."""
     index_processes: int = _env("NEARDUP_INDEX_PROCESSES", 1, _int)
     """Processes for the index step, each with its share of the index partitions, reading a replica
     of the index table (`streams/index_process.py`); 0 = in the event loop."""
@@ -200,6 +205,7 @@ class Settings:
         check_float(e("hop_wait_s"), self.hop_wait_s, 0.0, 60.0, low_open=True)
         check_int(e("extract_processes"), self.extract_processes, 0, 256)
         check_int(e("extract_nice"), self.extract_nice, 0, 19)
+        check_int(e("scan_nice"), self.scan_nice, 0, 19)
         check_int(e("index_processes"), self.index_processes, 0, 64)
         # Kafka brokers' defaults: group.min.session.timeout.ms 6 s, group.max.session.timeout.ms 30 min
         check_float(e("session_timeout_s"), self.session_timeout_s, 6.0, 1800.0)

@@ -58,6 +58,7 @@ from neardup_core.store.base import Store
 from neardup_core.timefmt import ms_to_rfc3339
 
 _SAYS = ("verdict", "duplicate_of", "distance", "jaccard", "complete", "fetched_at", "body_sha256")
+_DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision))
 JACCARD_DIGITS = 4
 """A decision's `jaccard` is rounded to this many decimals."""
 
@@ -321,7 +322,7 @@ class Gather:
         if not (current.complete or provisional or provisional_already):
             return []
         decision = self.decision_of(current, state.revision + 1, now_ms)
-        said = dataclasses.asdict(decision)
+        said = {name: getattr(decision, name) for name in _DECISION_FIELDS}  # dataclasses.asdict: flat fields
         previous = state.last_decision()
         if state.published is not None and all(said[f] == state.published.get(f) for f in _SAYS):
             return [Published(Decision(**state.published), previous)] if replay else []

@@ -15,9 +15,10 @@ have the same main text and become exact duplicates at any k. This module looks 
    largest group (the page's text-dense block) holds at least `MIN_BLOCK_CHARS` characters, more than
    jusText kept in all, and jusText kept almost none of it (under `MAX_KEPT_IN_BLOCK`), what jusText
    kept lies outside the page's content: the main text becomes that block's paragraphs.
-3. **Kept text in template or outside content elements.** Otherwise the kept paragraphs are located
-   in the page's cleaned tree (one more lxml parse, for the gated pages only), and each takes the
-   role of its nearest element that declares one (`template_role`): template (``aside``, ``nav``,
+3. **Kept text in template or outside content elements.** Otherwise each kept paragraph takes the
+   role of its nearest element that declares one (`template_role`), read from the tags and attributes
+   the fast segmenter noted while it parsed (`_SegmentRoles`; stock jusText's paragraphs are located
+   in the page's cleaned tree, parsed once more, `_TreeRoles`): template (``aside``, ``nav``,
    ``footer``, or a class or id word such as sidebar, widget, footer, nav, menu, comment, related),
    content (``article``, ``main``, or article, content, main, story, entry, post), or none. When
    at least `MIN_TEMPLATE_SHARE` of the kept characters are template, or lie outside content
@@ -34,7 +35,7 @@ the replacement paragraphs, or none for a skip.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Literal
@@ -97,11 +98,18 @@ def template_role(el: Any) -> bool | None:
     tag = el.tag
     if not isinstance(tag, str):
         return None
+    return declared_role(tag, el.attrib)
+
+
+def declared_role(tag: str, attributes: Mapping[str, str]) -> bool | None:
+    """`template_role` of an element with this tag and these attributes."""
     if tag in TEMPLATE_TAGS:
         return True
     if tag in CONTENT_TAGS:
         return False
-    names = f"{el.get('class') or ''} {el.get('id') or ''}"
+    if not attributes:
+        return None
+    names = f"{attributes.get('class') or ''} {attributes.get('id') or ''}"
     if not names.strip():
         return None
     words = [w.lower() for w in _WORD.findall(names)]
@@ -124,17 +132,61 @@ def text_role(el: Any) -> bool | None:
     return None
 
 
-class _Roles:
-    """`text_role` of the element at each paragraph's xpath in jusText's cleaned tree, remembered per
-    element and per xpath (a page's paragraphs share most of their ancestors)."""
+class _SegmentRoles:
+    """`text_role` of each fast paragraph's element, from the tags, parents and attributes the fast
+    segmenter noted while it parsed the page (`fastjustext.paragraphs._Elements`): the elements of
+    jusText's cleaned tree and, above its root, those of the document (`outer`), so no second parse.
+    Remembered per element (a page's paragraphs share most of their ancestors)."""
+
+    def __init__(self, elements: Any) -> None:
+        self._tags: list[str] = elements.tags
+        self._parents: list[int] = elements.parents
+        self._attributes: list[Mapping[str, str]] = elements.attributes
+        self._outer: list[tuple[str, Mapping[str, str]]] = elements.outer
+        self._roles: dict[int, bool | None] = {}
+
+    def of(self, paragraph: Any) -> bool | None:
+        """The role of the paragraph's element; None for a paragraph of no element (the root's text)."""
+        node: int = paragraph._node
+        if node < 0:
+            return None
+        roles = self._roles
+        path = []
+        while True:
+            if node in roles:
+                role = roles[node]
+                break
+            path.append(node)
+            role = declared_role(self._tags[node], self._attributes[node])
+            if role is not None:
+                break
+            node = self._parents[node]
+            if node < 0:  # above the root
+                role = self._outer_role()
+                break
+        for seen in path:
+            roles[seen] = role
+        return role
+
+    def _outer_role(self) -> bool | None:
+        for tag, attributes in self._outer:
+            role = declared_role(tag, attributes)
+            if role is not None:
+                return role
+        return None
+
+
+class _TreeRoles:
+    """`text_role` of the element at each (stock jusText) paragraph's xpath in jusText's cleaned tree,
+    remembered per element and per xpath (a page's paragraphs share most of their ancestors)."""
 
     def __init__(self, root: Any) -> None:
         self._root = root  # jusText's root: the element `lxml.html.fromstring` returns, not always <html>
         self._at: dict[str, Any] = {}
         self._roles: dict[Any, bool | None] = {}
 
-    def of(self, xpath: str) -> bool | None:
-        el = self._element(xpath)
+    def of(self, paragraph: Any) -> bool | None:
+        el = self._element(str(paragraph.xpath))
         return None if el is None else self._role(el)
 
     def _element(self, xpath: str) -> Any:
@@ -142,7 +194,7 @@ class _Roles:
         if xpath in self._at:
             return self._at[xpath]
         head, _, step = xpath.rpartition("/")
-        tag, _, order = step.partition("[")
+        tag, _, order = step.rpartition("[") if step.endswith("]") else (step, "", "")  # a tag may hold "["
         el = None
         if not head:
             el = self._root if tag == self._root.tag else None
@@ -226,22 +278,36 @@ def _dropped_block(paragraphs: Sequence[Any], kept_chars: int, kept: tuple[str, 
     return TemplateFinding("block", reason, texts, kept)
 
 
-def _template_elements(html: str, paragraphs: Sequence[Any], kept_chars: int,
-                       kept: tuple[str, ...]) -> TemplateFinding | None:
-    """Kept text in template elements, or outside the elements that declare the page's content: the
-    page's declared content instead, or its own visible text, or a skip."""
+def element_roles(html: str, paragraphs: Sequence[Any]) -> _SegmentRoles | _TreeRoles | None:
+    """The roles of the elements of `paragraphs` (of `html`): those the fast segmenter noted, or for
+    stock jusText's paragraphs those of the page parsed and cleaned again; None without paragraphs or
+    when the page cannot be parsed again."""
+    if not paragraphs:
+        return None
+    elements = getattr(paragraphs[0], "_elements", None)
+    if elements is not None:
+        return _SegmentRoles(elements)
     try:
         root = parse_root(html)
     except (etree.LxmlError, ValueError):
         return None
     clean(root)
-    roles = _Roles(root)
-    kept_roles = [(len(p.text), roles.of(p.xpath)) for p in paragraphs if p.class_type == "good"]
+    return _TreeRoles(root)
+
+
+def _template_elements(html: str, paragraphs: Sequence[Any], kept_chars: int,
+                       kept: tuple[str, ...]) -> TemplateFinding | None:
+    """Kept text in template elements, or outside the elements that declare the page's content: the
+    page's declared content instead, or its own visible text, or a skip."""
+    roles = element_roles(html, paragraphs)
+    if roles is None:
+        return None
+    kept_roles = [(len(p.text), roles.of(p)) for p in paragraphs if p.class_type == "good"]
     template_chars = sum(n for n, r in kept_roles if r is True)
     outside = sum(n for n, r in kept_roles if r is not False)
     if outside < MIN_TEMPLATE_SHARE * kept_chars:
         return None  # most of the kept text is in the page's content elements
-    texts = [(p.text, roles.of(p.xpath), p.links_density() <= MAX_LINK_DENSITY_DEFAULT)
+    texts = [(p.text, roles.of(p), p.links_density() <= MAX_LINK_DENSITY_DEFAULT)
              for p in paragraphs if p.text]
     content = tuple(t for t, r, _ in texts if r is False)
     content_words = _words(content)

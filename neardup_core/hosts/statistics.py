@@ -125,7 +125,9 @@ class HostState:
         return self.duplicates / self.pages if self.pages else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields by name, as `dataclasses.asdict` gives them (each is a str, number, bool, None or a
+        tuple of str, so a shallow copy is the same), at a tenth of its cost: it runs twice per page."""
+        return {name: getattr(self, name) for name in _HOST_STATE_FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HostState:
@@ -137,6 +139,9 @@ class HostState:
     @classmethod
     def from_bytes(cls, raw: bytes) -> HostState:
         return cls.from_dict(orjson.loads(raw))
+
+
+_HOST_STATE_FIELDS = tuple(f.name for f in dataclasses.fields(HostState))
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,7 +225,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     items = ((event, core) for event in _counted(files, summary))
     # its processes die with this one
-    pool = extraction_pool(processes, core, settings.extract_nice) if processes > 1 else None
+    pool = extraction_pool(processes, core, settings.scan_nice) if processes > 1 else None
     results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
                else map(_fingerprint_one, items))
     if out is not None:

@@ -21,7 +21,8 @@ import justext
 import pytest
 from lxml import etree
 
-from neardup_core.extract import fastjustext
+from neardup_core.extract import fastjustext, template
+from neardup_core.extract.fastjustext.clean import clean, parse_root
 from neardup_core.extract.main_text import Extraction, choose_stoplist, extract
 from neardup_core.extract.stoplists import stoplist, union_stoplist
 from neardup_core.testing.corpus import load_html, read_curated, read_manifest
@@ -135,3 +136,22 @@ def test_template_check_does_not_make_extraction_worse(pages: dict[str, str],
         if pair["relation"] == "extraction-collision":
             a, b = extractions[pair["a"]], extractions[pair["b"]]
             assert not a.text or a.text != b.text, pair["evidence"]
+
+
+def test_the_segmenter_notes_the_roles_the_template_check_read_from_a_second_parse(pages: dict[str, str]) -> None:
+    """Every paragraph of every page: the role of its element that the template check reads from the fast
+    segmenter's notes is the one the page's cleaned tree, parsed again, gives (what the check read before)."""
+    differ = []
+    count = 0
+    for path, html in pages.items():
+        paragraphs = fastjustext.paragraphs_of(html)
+        if not paragraphs:
+            continue
+        noted = template.element_roles(html, paragraphs)
+        assert isinstance(noted, template._SegmentRoles)
+        root = parse_root(html)
+        clean(root)
+        parsed = template._TreeRoles(root)
+        count += len(paragraphs)
+        differ += [(path, p.xpath) for p in paragraphs if noted.of(p) != parsed.of(p)]
+    assert count > 50_000 and differ == []

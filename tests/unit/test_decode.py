@@ -132,9 +132,12 @@ def test_is_html_content_type(ct: str | None, html: bool) -> None:
     assert is_html_content_type(ct) is html
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=40)
-       | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40))
+       | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
+       | st.text(alphabet=st.characters(max_codepoint=0x10FFFF), max_size=40)  # lone surrogates too
+       | st.text(alphabet=st.sampled_from("a \t\n\r\x0c\x00\x1f\x7f\x80\x9f\xa0\xc2\xef\xbf\xbd\u0100\u2019"
+                                          "\ufffd\ufeff\ud800\U0001f600"), max_size=40))
 def test_junk_share_is_the_share_of_control_and_replacement_characters(text: str) -> None:
     from neardup_core.ingest.decode import _junk_share
 

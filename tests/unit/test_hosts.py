@@ -311,3 +311,13 @@ def test_states_round_trip_through_bytes(crawl_book: Book) -> None:
         assert HostState.from_bytes(state.to_bytes()) == state
     with_windows = apply_decision(None, None, decision("/a"))
     assert with_windows.open_windows and HostState.from_bytes(with_windows.to_bytes()) == with_windows
+
+
+def test_a_states_dict_is_what_asdict_gives(crawl_book: Book) -> None:
+    """`to_dict` copies the fields shallowly (cheaper than `dataclasses.asdict`): the same dict, and the
+    same bytes stored."""
+    states = [*crawl_book.hosts.values(), *crawl_book.windows.values(), apply_decision(None, None, decision("/a"))]
+    assert any(state.open_windows for state in states) and any(state.window_start for state in states)
+    for state in states:
+        assert state.to_dict() == dataclasses.asdict(state)
+        assert [type(v) for v in state.to_dict().values()] == [type(v) for v in dataclasses.asdict(state).values()]

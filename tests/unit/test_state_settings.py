@@ -55,7 +55,8 @@ def test_k_is_named_with_the_design_it_changes() -> None:
 
 @pytest.mark.parametrize("free", [
     {"web_port": 7077}, {"data_dir": Path("/elsewhere")}, {"extract_processes": 7}, {"index_processes": 0},
-    {"extract_nice": 0}, {"index_cache_mb": 256}, {"batch_max": 2000}, {"batch_wait_s": 1.0}, {"hop_wait_s": 0.5},
+    {"extract_nice": 0}, {"scan_nice": 5}, {"index_cache_mb": 256}, {"batch_max": 2000}, {"batch_wait_s": 1.0},
+    {"hop_wait_s": 0.5},
     {"tick_interval_s": 1.0}, {"session_timeout_s": 20.0}, {"group_instance_id": "pod-3"}, {"partitions": 16},
     {"max_body_bytes": 1000}, {"decision_timeout_s": 120.0}, {"retention_days": 30.0}, {"host_window_s": 60},
     {"broker": "kafka.example:9093"}, {"topic_prefix": "crawl1."},

@@ -7,10 +7,15 @@ from __future__ import annotations
 import base64
 
 import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lxml import etree
 
+from neardup_core.extract import fastjustext, template
+from neardup_core.extract.fastjustext.clean import clean, parse_root
 from neardup_core.extract.main_text import extract
-from neardup_core.extract.template import template_role, text_role
+from neardup_core.extract.template import element_roles, template_role, text_role
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event, html_fingerprint, html_fingerprints
 
@@ -154,3 +159,83 @@ def test_the_scoring_helpers_fingerprint_a_page_as_scan_does() -> None:
         assert html_fingerprints(html) == (fetch.text_sha256, fetch.simhash, fetch.minhash)
         assert html_fingerprint(html) == (fetch.text_sha256, fetch.simhash)
         assert (fetch.skip_reason is None) == (fetch.text_sha256 is not None) == (n in (1, 2))
+
+
+# The roles the fast segmenter notes while it parses, against those of the page parsed and cleaned again (what
+# the check read before, and still reads for stock jusText's paragraphs): equal for every paragraph.
+
+MARKUP = [
+    "<div class='sidebar'>", "</div>", "<div id='main-content'>", "<p>a paragraph with a few words in it</p>",
+    "<p>", "</p>", "text", "<article>", "</article>", "<aside>", "</aside>", "<main>", "<nav><p>menu</p></nav>",
+    "<footer><p>footer words</p></footer>", "<span id=footer>s</span>", "<p class='entry-content'>entry</p>",
+    "<h2 class=storyHeadline>Head</h2>", "<li class='menu-item'>item</li>", "<a class=related href=x>link</a>",
+    "<form class='sidebar'><p>inside a form</p></form>", "<form id=main><div class=x><p>a</p></div><p>b</p></form>",
+    "<iframe class=widget><p>f</p></iframe>", "<object class=menu><p>o</p></object>", "<image class=nav src=x>",
+    "<table class=nav><tr><td>cell</td></tr></table>", "<html class=content>", "<html id=article>", "</html>",
+    "<body class='post'>", "<body id=sidebar>", "</body>", "<head><title>t</title></head>", "<!-- c -->",
+    "<?xml version='1.0'?>", "<!DOCTYPE html>", "<?php x ?>", "<br><br>", "<text id=x>", "</text>",
+]
+
+
+def roles_both_ways(html: str) -> tuple[list[bool | None], list[bool | None]]:
+    """The role of each fast paragraph's element as the template check reads it, and as the cleaned tree
+    of the page parsed again gives it."""
+    paragraphs = fastjustext.paragraphs_of(html)
+    if not paragraphs:
+        return [], []
+    noted = element_roles(html, paragraphs)
+    root = parse_root(html)
+    clean(root)
+    tree = template._TreeRoles(root)
+    assert isinstance(noted, template._SegmentRoles)
+    return [noted.of(p) for p in paragraphs], [tree.of(p) for p in paragraphs]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(MARKUP), min_size=1, max_size=10))
+def test_the_segmenter_notes_the_roles_of_the_cleaned_tree(pieces: list[str]) -> None:
+    html = "".join(pieces)
+    try:
+        noted, parsed = roles_both_ways(html)
+    except etree.ParserError:  # a document without elements: no paragraphs, no check
+        return
+    assert noted == parsed
+
+
+def test_roles_above_jusTexts_root_count_as_in_the_document() -> None:
+    """A document that does not start with <html> (here a comment first) gets the body's only child as
+    jusText's root; the body's class above it still says what the text is, as it did when the check
+    found the paragraph's element in the document parsed again."""
+    html = ("<!-- cached --><html><body class='single-post'><div><p>one paragraph</p><div class='sidebar'>"
+            "<p>a widget</p></div></div></body></html>")
+    noted, parsed = roles_both_ways(html)
+    assert noted == parsed == [False, True]
+
+
+def test_the_check_does_not_parse_the_page_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fast engine the template check reads the segmenter's notes (same findings as stock
+    jusText's paragraphs located in the page parsed again); only the stock engine parses again."""
+    pages = [photo_post("In the pink"), short_paragraph_article(FRANCE), short_paragraph_article(JAPAN)]
+    stock = [extract(html, engine="justext").template for html in pages]
+    assert all(finding is not None for finding in stock)
+
+    def refuse(html: str, **kwargs: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(template, "parse_root", refuse)
+    assert [extract(html).template for html in pages] == stock
+    with pytest.raises(AssertionError, match="parsed again"):
+        extract(pages[0], engine="justext")
+
+
+def test_stock_paragraphs_are_located_under_a_tag_that_holds_a_bracket() -> None:
+    """Script text parsed as markup makes tags such as ``x=a[i]`` (one corpus page has one): the
+    xpath step ``x=a[i][1]`` is that tag, first of its name, and locating it does not fail."""
+    from neardup_core.extract.main_text import _paragraphs
+
+    html = page("<div class='sidebar'><x=a[i]><p>text in a sidebar</p></x=a[i]></div><p>own text</p>")
+    paragraphs = _paragraphs(html, "justext")
+    assert [p.xpath for p in paragraphs][0].endswith("/x=a[i][1]/p[1]")
+    roles = element_roles(html, paragraphs)
+    assert isinstance(roles, template._TreeRoles)
+    assert [roles.of(p) for p in paragraphs] == [True, None]

@@ -14,8 +14,9 @@ libxml2's events and does, as they come, what the three stock steps do one after
    skipped, and the text between two events that survive cleaning is joined into one text node, as
    the cleaned tree holds it;
 2. segment by `justext.core.ParagraphMaker`'s rules (block tags and ``<br><br>`` end a paragraph,
-   link text counted per text node), noting only each element's tag and parent (`_Elements`): dom
-   paths are joined per paragraph, xpaths and heading tests made when asked;
+   link text counted per text node), noting only each element's tag, parent and attributes
+   (`_Elements`): dom paths are joined per paragraph, xpaths and heading tests made when asked, and
+   the template check reads the elements' roles from the attributes instead of parsing again;
 3. classify by the rules of jusText's `classify_paragraphs` and `revise_paragraph_classification`
    with their default parameters (`classify`), on `FastParagraph` objects whose text and counts are
    computed once, counting stopwords only where a paragraph's density decides its class.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Mapping
 
 from justext.paragraph import HEADINGS_PATTERN, Paragraph
 
@@ -23,17 +24,26 @@ def _tag_is_heading(tag: str) -> bool:
 
 
 class _Elements:
-    """The elements one parse met, in document order: each one's tag and parent (an index, -1 for
-    none). A paragraph names its element by index. Appending a tag and an int per element is all the
-    parser target does; a dom path is joined when a paragraph is made, and an xpath (which needs each
-    element's order among its same-tag siblings) only when one is read.
+    """The elements one parse met, in document order: each one's tag, parent (an index, -1 for none)
+    and attributes (the mapping the parser gave, kept as it is). A paragraph names its element by
+    index. Appending a tag, an int and a reference per element is all the parser target does; a dom
+    path is joined when a paragraph is made, an xpath (which needs each element's order among its
+    same-tag siblings) only when one is read, and the attributes are read only by the template check
+    (`neardup_core.extract.template`), which would else parse the page a second time for them.
+
+    `outer` holds the tag and attributes of the elements above the root, nearest first, when the root
+    is an element of the document that `lxml.html.fromstring` chose (the body, or its only child): not
+    part of jusText's tree, but the template check reads the roles of the root's ancestors in the
+    document, as it did when it found the root's element there.
     """
 
-    __slots__ = ("tags", "parents", "_doms", "_xpaths", "_orders", "_headings")
+    __slots__ = ("tags", "parents", "attributes", "outer", "_doms", "_xpaths", "_orders", "_headings")
 
     def __init__(self) -> None:
         self.tags: list[str] = []
         self.parents: list[int] = []
+        self.attributes: list[Mapping[str, str]] = []
+        self.outer: list[tuple[str, Mapping[str, str]]] = []
         self._doms: dict[int, str] = {}
         self._xpaths: dict[int, str] = {}
         self._orders: list[int] | None = None
@@ -81,7 +91,11 @@ class _Elements:
 
     def reroot(self, root: int, tag: str | None) -> None:
         """Make element `root` a root (renamed `tag`, if given), as `lxml.html.fromstring` does when
-        it returns an element of the document."""
+        it returns an element of the document; the elements above it become `outer`."""
+        above = self.parents[root]
+        while above >= 0:
+            self.outer.append((self.tags[above], self.attributes[above]))
+            above = self.parents[above]
         self.parents[root] = -1
         if tag is not None:
             self.tags[root] = tag

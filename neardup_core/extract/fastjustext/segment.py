@@ -26,7 +26,6 @@ from neardup_core.extract.fastjustext.clean import (
 from neardup_core.extract.fastjustext.paragraphs import FastParagraph, Paragraphs, _Elements
 from neardup_core.extract.fastjustext.whitespace import _normalized_length
 
-_NO_ATTRIBUTES: dict[str, str] = {}
 _AFTER_ROOT = 1 << 62  # a skip depth that never returns to zero
 # libxml2 builds no element deeper than this (without its "huge" option) and stops parsing there.
 MAX_DEPTH = 256
@@ -104,13 +103,15 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
     elements = _Elements()
     add_tag = elements.tags.append
     add_parent = elements.parents.append
+    add_attributes = elements.attributes.append
     parent_of = elements.parents.__getitem__
     count = current = links = tags = depth = skip = path = 0
     has_text = in_link = after_br = False
     top = ""
 
     def reset(new_shape: _Shape | None) -> None:
-        nonlocal paragraphs, chunks, pending, elements, add_tag, add_parent, parent_of, count, current
+        nonlocal paragraphs, chunks, pending, elements, add_tag, add_parent, add_attributes, parent_of, count
+        nonlocal current
         nonlocal links, tags, depth, skip, path, has_text, in_link, after_br, top, shape
         paragraphs = Paragraphs()
         chunks = []
@@ -118,6 +119,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
         elements = _Elements()
         add_tag = elements.tags.append
         add_parent = elements.parents.append
+        add_attributes = elements.attributes.append
         parent_of = elements.parents.__getitem__
         count = 0  # elements so far
         current = -1  # the innermost open element
@@ -229,6 +231,7 @@ def _paragraph_target(kinds: Mapping[str, int] = _TAG_KINDS, shape: _Shape | Non
             facts["elements"] += 1
         add_tag(tag)
         add_parent(current)
+        add_attributes(attrib)
         node = current = count
         count += 1
         if kind == _BLOCK:
@@ -328,7 +331,7 @@ def _replay(el: etree._Element, target: _Target) -> None:
     """Feed the tree at `el` to `target` as parser events, the way `lxml.sax.saxify` walks it."""
     tag = el.tag
     if tag.__class__ is str:
-        target.start(tag, _NO_ATTRIBUTES)  # attributes matter only to stylesheet links, gone by now
+        target.start(tag, el.attrib)  # kept for the template check (stylesheet links are gone by now)
         if el.text:
             target.data(el.text)
         for child in el:
@@ -341,12 +344,15 @@ def _replay(el: etree._Element, target: _Target) -> None:
 
 
 def segment(root: etree._Element) -> Paragraphs:
-    """The paragraphs `justext.core.ParagraphMaker` makes from the cleaned tree at `root`."""
+    """The paragraphs `justext.core.ParagraphMaker` makes from the cleaned tree at `root`; the
+    elements above `root` in its document are their elements' `outer`."""
     target = _paragraph_target()
     _replay(root, target)
     if root.tail:
         target.tail(root.tail)
     paragraphs = target.close()
+    if paragraphs:
+        paragraphs[0]._elements.outer = [(str(el.tag), el.attrib) for el in root.iterancestors()]
     return paragraphs
 
 
