@@ -18,7 +18,8 @@ from streams.cli.reference import cli_markdown
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 FIRST_STEPS = "## Your own pages in five minutes"
-USER_TEXT = [README, *sorted((ROOT / "docs").glob("*.md"))]
+USER_TEXT = [README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "bench").glob("*.md")),
+             *sorted((ROOT / "deploy").glob("*.md"))]
 
 
 def section(title: str) -> str:
