@@ -236,17 +236,27 @@ class Table:
         return "\n".join(lines)
 
 
+def shown_path(arg: str) -> str:
+    """An absolute path as a results file shows it: relative to the checkout (`.` for the checkout
+    itself), else its last part; a results file is read in other checkouts, where this machine's paths
+    mean nothing. Anything else is shown as it is."""
+    if not arg.startswith("/"):
+        return arg
+    path = Path(arg)
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+
+
 def append_results(path: Path, heading: str, tables: Sequence[Table], *, notes: Sequence[str] = (),
                    started: float | None = None) -> None:
     """Append a section (date, machine, exact command, tables, notes) to the results file."""
     info = machine()
     when = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    command = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
+    command = shlex.join([shown_path(arg) for arg in getattr(sys, "orig_argv", [sys.executable, *sys.argv])])
     parts = [f"## {heading} ({when})", "",
              f"- machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']} RAM, "
              f"Python {info['python']}, "
              f"1-min/5-min/15-min load average when the run ended {info['load']}",
-             f"- command: `{command}` (cwd `{os.getcwd()}`)",
+             f"- command: `{command}` (cwd `{shown_path(os.getcwd())}`)",
              f"- code: {code_state()}"]
     if started is not None:
         parts.append(f"- wall time: {time.perf_counter() - started:,.0f} s")

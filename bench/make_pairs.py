@@ -1,7 +1,7 @@
 """Write a labelled pair set built from the corpus (for `neardup tune`) and measure it.
 
-    /work/venv/bin/python bench/make_pairs.py --out /tmp/neardup-pairs.jsonl
-    /work/venv/bin/neardup tune --pairs /tmp/neardup-pairs.jsonl --plot docs/tune-k.png
+    .venv/bin/python bench/make_pairs.py --out /tmp/neardup-pairs.jsonl
+    .venv/bin/neardup tune --pairs /tmp/neardup-pairs.jsonl --plot docs/tune-k.png
 
 Positives are near-duplicate variants of corpus pages, negatives are different articles of one template
 group (see `neardup_core.testing.labelled`). The script prints, as Markdown tables: the set's size per kind,

@@ -1,7 +1,7 @@
 """neardup's core: near-duplicate detection of fetched web pages, without Kafka.
 
 What a Python crawler imports: a `Deduplicator` over memory or a state directory, whose `add(url, html)`
-returns the URL's `Decision` (`unique`, or a duplicate with its `duplicate_of`)::
+returns the URL's `Decision` (`unique`, or a duplicate with its `duplicate_of`):
 
     from neardup_core import Deduplicator
 

@@ -62,7 +62,12 @@ class InvalidPage(ValueError):
 class Deduplicator:
     """Near-duplicate detection over one index: in memory (`state_dir` None) or in a RocksDB directory
     (created when missing, continued when present; `StateMismatch` when it was built with other state
-    settings). Use it in a `with` block, or call `close()`, so RocksDB releases the directory."""
+    settings). Use it in a `with` block, or call `close()`, so RocksDB releases the directory.
+
+    `settings` decide every page (`CoreSettings`; `neardup scan` reads the same from `NEARDUP_*`).
+    `on_decision` gets every decision published, revisions of other URLs included, and `on_host_signal`
+    every host signal, as `dedup.decisions` and `frontier.host-signals` would carry them. With
+    `persist_hosts` False the host statistics stay in memory even with a state directory."""
 
     def __init__(self, state_dir: str | Path | None = None, settings: CoreSettings = DEFAULT_SETTINGS, *,
                  on_decision: Callable[[Decision], None] | None = None,

@@ -59,7 +59,8 @@ class Outcome:
 
 
 class EventDeduplicator:
-    """The engine (`Engine`: index and URL tables) and the host tracker over one state directory.
+    """Decisions for `pages.fetched` events: the index, the URL states and the host statistics over
+    one state directory, as `neardup scan` keeps them.
 
     `state_dir` None keeps everything in memory, for one run. With `persist_hosts` False the host
     statistics are kept in memory even with a state directory (what `scan` does without `--hosts`).
@@ -116,6 +117,7 @@ class EventDeduplicator:
         return self.tracker.flush()
 
     def close(self) -> None:
+        """Release the state directory."""
         self.engine.close()
         self.tracker.close()
 

@@ -16,35 +16,53 @@ from typing import Any, Literal
 import orjson
 
 Verdict = Literal["unique", "exact_duplicate", "near_duplicate", "skipped"]
+"""A decision's verdict: `unique` (the copy to keep), `exact_duplicate` (the same body or main text
+as a better-ranked page), `near_duplicate` (within k bits, or over the Jaccard threshold, of one) or
+`skipped` (not deduplicated: not HTML, an error status, no main text)."""
 VERDICTS: tuple[Verdict, ...] = ("unique", "exact_duplicate", "near_duplicate", "skipped")
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The dedup decision for one URL; the one with the highest `revision` wins. `distance` is the
-    SimHash distance of the match when it is exact or within k bits (else None), `jaccard` the MinHash
-    Jaccard estimate when the match shares an LSH band with an estimate >= J (else None)."""
+    """The dedup decision for one URL, a line of `dedup.decisions` (and of `neardup scan`'s output);
+    per URL the one with the highest `revision` wins."""
 
     url: str
+    """The page's URL, as fetched (also the record key)."""
     host: str
+    """The URL's hostname."""
     verdict: Verdict
+    """What the page is: unique, a duplicate (exact or near) of `duplicate_of`, or skipped."""
     duplicate_of: str | None
+    """The better-ranked copy a duplicate is of; None for unique and skipped pages."""
     distance: int | None
+    """SimHash distance in bits to `duplicate_of`, when the match is exact or within k bits."""
     simhash: str | None
+    """The main text's 64-bit SimHash in hex; None when skipped or when the text has too few features."""
     text_sha256: str | None
+    """Hex SHA-256 of the normalised main text (None when skipped): what an exact duplicate shares."""
     body_sha256: str | None
+    """Hex SHA-256 of the body (after any Content-Encoding is undone; a text `body` as UTF-8)."""
     reason: str
+    """Why, in words: what matched and how, or why the page was skipped."""
     revision: int
+    """The URL's decision number, from 1; a later page can revise a decision (keep the highest)."""
     complete: bool
+    """False when decided provisionally, before every probe answered (`decision_timeout_ms`)."""
     fetched_at: str
+    """RFC 3339 fetch time of the URL's latest fetch."""
     decided_at: str
+    """RFC 3339 time the decision was made."""
     jaccard: float | None = None
+    """MinHash Jaccard estimate with `duplicate_of` when the match shares an LSH band, else None."""
 
     def to_json(self) -> bytes:
+        """The message as its topic carries it: a JSON object of the fields."""
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Decision:
+        """A decision read from `dedup.decisions` (one written before `jaccard` existed has None)."""
         return cls(**orjson.loads(raw))
 
     @property
@@ -85,24 +103,39 @@ class HostSignal:
     keeps the signal with the highest revision per host (0: from a version that did not number them)."""
 
     host: str
+    """The hostname (`www.` kept), also the record key."""
     window_start: str | None
+    """RFC 3339 start of the window whose counts this signal carries; None in a cumulative signal."""
     window_end: str | None
+    """RFC 3339 end of that window; None in a cumulative signal."""
     pages: int
+    """Pages counted (skipped pages are not), the window's or the host's."""
     exact_duplicates: int
+    """Of those, exact duplicates."""
     near_duplicates: int
+    """Of those, near duplicates."""
     same_host_duplicates: int
+    """Of those, duplicates of a page on the same site (`www.` and bare count as one site)."""
     dup_ratio: float
+    """(exact + near) / pages, for information."""
     penalty: float
+    """The host's trap penalty, same-site duplicates / (pages + 20), in [0, 1)."""
     budget_factor: float
+    """The share of the host's crawl budget to keep: max(0.05, 1 - penalty)."""
     url_rules: list[dict[str, Any]] = field(default_factory=list)
+    """The host's learned URL rules, each a `UrlRule` as a dict (`kind`, `param`, `support`, ...)."""
     reason: str = ""
+    """Why it was sent, in words: a threshold crossed, a window closed, settled, end of input."""
     revision: int = 0
+    """The host's signal number, from 1; a signal sent again keeps its number (keep the highest)."""
 
     def to_json(self) -> bytes:
+        """The message as its topic carries it: a JSON object of the fields."""
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> HostSignal:
+        """A signal read from `frontier.host-signals` (one written before `revision` existed has 0)."""
         return cls(**orjson.loads(raw))
 
 
@@ -143,6 +176,7 @@ class Rejection:
     raw_sha256: str | None = None
 
     def to_json(self) -> bytes:
+        """The message as its topic carries it: a JSON object of the fields."""
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy
 
     @classmethod

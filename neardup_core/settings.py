@@ -165,6 +165,7 @@ class CoreSettings:
 
     @cached_property
     def host_policy(self) -> HostPolicy:
+        """How hosts are scored: windows of `host_window_s`, the other knobs at their defaults (`HostPolicy`)."""
         return HostPolicy(window_s=self.host_window_s)
 
 

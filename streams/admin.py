@@ -7,7 +7,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from neardup_core.settings import Difference, design_inputs, state_differences, state_settings
@@ -25,19 +25,41 @@ def check_broker(settings: Settings, timeout_s: float = 15.0) -> list[str]:
     errors: list[KafkaError] = []
     config: dict[str, Any] = {**settings.confluent_config(), "log_level": 0, "error_cb": errors.append}
     admin = AdminClient(config)
+    try:
+        return broker_topics(admin, errors, settings, timeout_s)
+    except LoginRefused as exc:
+        raise SystemExit(str(exc)) from None
+    except KafkaException as exc:
+        raise SystemExit(f"cannot reach Kafka at {settings.broker} (NEARDUP_BROKER): {exc.args[0]}") from None
+
+
+class LoginRefused(Exception):
+    """The broker answered and refused the client's login (SASL): said as such, in the client library's
+    words, so an operator looks at the credentials and not at the network."""
+
+    def __init__(self, settings: Settings, reason: str) -> None:
+        super().__init__(f"Kafka at {settings.broker} refused the login of "
+                         f"{env_name('sasl_username')}={settings.sasl_username!r} "
+                         f"({settings.security_protocol}, {settings.sasl_mechanism or 'PLAIN'}): {reason}")
+
+
+def broker_topics(client: Any, errors: Sequence[Any], settings: Settings, timeout_s: float) -> list[str]:
+    """The broker's topic names, asked by a confluent-kafka `client` (an AdminClient or a Producer) whose
+    `error_cb` appends to `errors`. Asked in short steps: the login's error comes to error_cb, served by
+    `poll` between them, so a refused login raises `LoginRefused` at once; a broker that has not answered
+    by `timeout_s` raises the client's `KafkaException`."""
+    from confluent_kafka import KafkaException
+
     deadline = time.monotonic() + timeout_s
     while True:
-        try:  # in short steps: the login's error comes to error_cb, served by poll between them
-            return list(admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic()))).topics)
-        except KafkaException as exc:
-            admin.poll(0)
+        try:
+            return list(client.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic()))).topics)
+        except KafkaException:
+            client.poll(0)
             if (refused := login_refused(errors)) is not None:
-                raise SystemExit(f"Kafka at {settings.broker} refused the login of "
-                                 f"{env_name('sasl_username')}={settings.sasl_username!r} "
-                                 f"({settings.security_protocol}, {settings.sasl_mechanism or 'PLAIN'}): "
-                                 f"{refused}") from None
+                raise LoginRefused(settings, refused) from None
             if time.monotonic() >= deadline:
-                raise SystemExit(f"cannot reach Kafka at {settings.broker} (NEARDUP_BROKER): {exc.args[0]}") from None
+                raise
 
 
 def login_refused(errors: Iterable[Any]) -> str | None:

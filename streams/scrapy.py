@@ -31,6 +31,7 @@ import base64
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -160,21 +161,34 @@ class PagePublisher:
                  ) -> None:
         from confluent_kafka import Producer
 
+        self.settings = settings
         self.topic = settings.topic("pages.fetched")
         self.broker = settings.broker
         self.stats = stats
-        self.producer = Producer({**producer_config(settings), **(extra_config or {})},
+        self.client_errors: deque[KafkaError] = deque(maxlen=64)
+        """The client's latest errors (its `error_cb`): where `check_topic` finds a refused login."""
+        self.producer = Producer({**producer_config(settings), **(extra_config or {}),
+                                  "error_cb": self.client_errors.append},
                                  logger=logging.getLogger(f"{__name__}.librdkafka"))  # into the crawl's log
         self.errors = 0
+        self.not_sent: str | None = None
+        """Why no page is sent, once `check_topic` found a reason (the topic is missing, the login refused)."""
 
     def check_topic(self, timeout_s: float = TOPIC_CHECK_S) -> bool:
         """False (and an error logged) when the broker answers without the topic: then nothing is sent,
         since a broker that creates topics on first use would create it with the wrong partitions and
-        configs. A broker that does not answer yet is only warned about: the producer keeps trying."""
+        configs; and when it refused the login, named as such (as `neardup publish` names it). A broker
+        that does not answer yet is only warned about: the producer keeps trying."""
         from confluent_kafka import KafkaException
 
+        from streams.admin import LoginRefused, broker_topics
+
         try:
-            topics = self.producer.list_topics(timeout=timeout_s).topics
+            topics = broker_topics(self.producer, self.client_errors, self.settings, timeout_s)
+        except LoginRefused as exc:
+            log.error("neardup: %s; no page of this crawl is sent", exc)
+            self.not_sent = "the broker refused the login"
+            return False
         except KafkaException as exc:
             log.warning("neardup: Kafka at %s (NEARDUP_BROKER) does not answer yet (%s); pages wait in the "
                         "producer until it does or their message.timeout.ms runs out", self.broker, exc.args[0])
@@ -182,6 +196,7 @@ class PagePublisher:
         if self.topic not in topics:
             log.error("neardup: topic %s does not exist on %s: run `neardup topics create` (with the workers' "
                       "NEARDUP_TOPIC_PREFIX); no page of this crawl is sent", self.topic, self.broker)
+            self.not_sent = f"topic {self.topic} does not exist"
             return False
         return True
 
@@ -261,7 +276,7 @@ class NeardupPublisher:
             self.stats.inc_value("neardup/not_html")
             return
         if not self.sending:
-            self.publisher.refuse(response.url, f"topic {self.publisher.topic} does not exist")
+            self.publisher.refuse(response.url, self.publisher.not_sent or "not sent")
             return
         event = page_event(response, fetched_at_ms=int(time.time() * 1000),
                            importance=self.importance_of(response, request), crawl_id=self.options.crawl_id)

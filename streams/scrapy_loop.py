@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 from neardup_core import Decision, Deduplicator, HostSignal, InvalidPage
 from neardup_core.hosts.url_rules import apply_rules
 from neardup_core.hosts.urls import url_identity
-from streams.settings import SettingError
+from streams.settings import SettingError, Settings
 
 if TYPE_CHECKING:  # scrapy is an optional extra: imported where it is used
     from scrapy import Request, Spider
@@ -203,17 +203,21 @@ class KafkaSource:
     """The latest decision per URL and signal per host, read from the compacted topics from their start by
     a consumer on its own thread (never the reactor's); the reactor reads the dicts under a lock."""
 
-    def __init__(self, config: dict[str, Any], decisions_topic: str, signals_topic: str, on_decision: Any) -> None:
+    def __init__(self, settings: Settings, on_decision: Any) -> None:
         from confluent_kafka import Consumer
 
         self.decisions: dict[str, Decision] = {}
         self.signals: dict[str, HostSignal] = {}
-        self.topics = (decisions_topic, signals_topic)
+        self.settings = settings
+        self.topics = (settings.topic("dedup.decisions"), settings.topic("frontier.host-signals"))
         self.on_decision = on_decision
+        self.refused: str | None = None
+        """Set (and logged, once) when the broker refused the login: then no decision comes."""
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.consumer = Consumer({**config, "group.id": f"neardup-scrapy-{uuid.uuid4()}",
-                                  "enable.auto.commit": False, "auto.offset.reset": "earliest"},
+        self.consumer = Consumer({**settings.confluent_config(), "group.id": f"neardup-scrapy-{uuid.uuid4()}",
+                                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                  "error_cb": self._client_error},
                                  logger=logging.getLogger(f"{__name__}.librdkafka"))
         self.consumer.subscribe(list(self.topics))
         self.thread = threading.Thread(target=self._run, name="neardup-kafka-source", daemon=True)
@@ -230,6 +234,16 @@ class KafkaSource:
                 except Exception:  # a value this version cannot read must not stop the loop
                     log.exception("neardup: unreadable record in %s", msg.topic())
         self.consumer.close()
+
+    def _client_error(self, error: Any) -> None:
+        """The consumer's `error_cb` (served by `consume`, on its thread): a refused login is said once, as
+        `neardup tail` says it; other errors (a broker not up yet) pass, the consumer keeps trying."""
+        from streams.admin import LoginRefused, login_refused
+
+        reason = login_refused([error])
+        if reason is not None and self.refused is None:
+            self.refused = str(LoginRefused(self.settings, reason))
+            log.error("neardup: %s; no decision is read", self.refused)
 
     def _take(self, topic: str, value: bytes) -> None:
         if topic == self.topics[0]:
@@ -308,8 +322,7 @@ class Loop:
             self.source = EmbeddedSource(self.options.state_dir, self.on_decision)
         else:
             settings, _ = read_settings(crawler.settings)
-            self.source = KafkaSource(settings.confluent_config(), settings.topic("dedup.decisions"),
-                                      settings.topic("frontier.host-signals"), self.on_decision)
+            self.source = KafkaSource(settings, self.on_decision)
             if "streams.scrapy.NeardupPublisher" not in crawler.settings.getdict("EXTENSIONS"):
                 log.warning("neardup: NEARDUP_MODE=kafka reads decisions of pages that NeardupPublisher publishes; "
                             "EXTENSIONS does not enable it")

@@ -100,9 +100,11 @@ def scan(
 ) -> None:
     """Deduplicate files on this machine, without Kafka: the same decisions as the workers. Exit code 1
     when a file could not be read to its end or no event could be decided (every one rejected); 2 when
-    nothing was started (a missing input, an HTML page given as JSONL, an output that is an input)."""
+    nothing was started (a missing input, an HTML page given as JSONL, an output that is an input, a
+    --state built with other state settings)."""
     import tempfile
 
+    from neardup_core.dedup.engine import StateMismatch
     from streams.cli.scan import EVENT_EXAMPLE, InputProblem, OutputClash, check_inputs, run_scan
 
     settings = load()
@@ -125,7 +127,7 @@ def scan(
                                out=out, rejects=rejects, hosts=hosts, report=report,
                                processes=settings.extract_processes if processes is None else processes,
                                progress=progress)
-        except OutputClash as exc:  # raised before anything is opened for writing
+        except (OutputClash, StateMismatch) as exc:  # raised before anything is opened for writing
             print(f"neardup scan: {exc}", file=sys.stderr)
             raise typer.Exit(2) from None
     summary.print(err)

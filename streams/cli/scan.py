@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from neardup_core.dedup.engine import StateMismatch
 from neardup_core.embedded import EventDeduplicator
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import Rejected, fingerprint_event
@@ -209,13 +208,11 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     """Every event of `files` through the embedded engine over `state` (`EventDeduplicator`, what the
     library API's event form gives): the fingerprinting in `processes` processes, the decisions in this one; the
     decisions go to `out`, or to stdout when it is None. Raises `OutputClash` before anything is written
-    when an output is an input or another output."""
+    when an output is an input or another output, and `StateMismatch` when `state` was built with other
+    state settings."""
     check_outputs(files, {"--out": out, "--rejects": rejects, "--hosts": hosts, "--report": report})
     core = settings.core
-    try:
-        dedup = EventDeduplicator(state, core, persist_hosts=hosts is not None)
-    except StateMismatch as exc:
-        raise SystemExit(str(exc)) from None
+    dedup = EventDeduplicator(state, core, persist_hosts=hosts is not None)  # StateMismatch: nothing written yet
     summary = ScanSummary()
     collected = ScanReport([str(p) for p in files], settings_rows(settings, processes=processes, state=state)) \
         if report else None

@@ -17,10 +17,14 @@ from streams.settings import Settings
 TOPICS = {"decisions": "dedup.decisions", "hosts": "frontier.host-signals", "rejected": "pages.rejected"}
 COLUMNS = {
     "decisions": ["url", "verdict", "duplicate_of", "distance", "revision", "complete"],
-    "hosts": ["host", "window_start", "pages", "same_host_duplicates", "dup_ratio", "penalty", "budget_factor",
+    "hosts": ["host", "counts of", "pages", "same_host_duplicates", "dup_ratio", "penalty", "budget_factor",
               "url_rules"],
     "rejected": ["stage", "error", "topic", "partition", "offset", "raw_bytes"],
 }
+"""The table's columns: message fields, and `counts of` for a host signal, which says what its counts
+are of. The table shows the last signal per host, often a cumulative one (a settled signal follows a
+host's last change), whose `window_start` is null: a `window_start` column was empty on every row of
+`make demo`'s hosts."""
 
 
 def read_topic(settings: Settings, what: str, *, idle_s: float | None = None, from_beginning: bool = True,
@@ -88,8 +92,15 @@ def print_table(what: str, rows: list[dict[str, Any]], console: Console | None =
     for col in COLUMNS[what]:
         table.add_column(col)
     for row in rows:
-        table.add_row(*[_cell(row.get(col)) for col in COLUMNS[what]])
+        table.add_row(*[_counts_of(row) if col == "counts of" else _cell(row.get(col)) for col in COLUMNS[what]])
     (console or Console()).print(table)
+
+
+def _counts_of(signal: dict[str, Any]) -> str:
+    """What a host signal's counts are of: its window (`window_start` to `window_end`), or the host's
+    whole crawl so far when it is a cumulative signal."""
+    start, end = signal.get("window_start"), signal.get("window_end")
+    return f"window {start} to {end}" if start else "all pages so far"
 
 
 def _cell(value: Any) -> str:

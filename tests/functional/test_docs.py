@@ -18,7 +18,8 @@ from streams.cli.reference import cli_markdown
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 FIRST_STEPS = "## Your own pages in five minutes"
-USER_TEXT = [README, *sorted((ROOT / "docs").glob("*.md"))]
+USER_TEXT = [README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "bench").glob("*.md")),
+             *sorted((ROOT / "deploy").glob("*.md"))]
 
 
 def section(title: str) -> str:
@@ -138,3 +139,17 @@ def test_the_readme_links_resolve() -> None:
             headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), re.M)
             slugs = {re.sub(r"[^\w\- ]", "", h.lower()).strip().replace(" ", "-") for h in headings}
             assert anchor in slugs, f"README links to {link}: no such heading"
+
+
+def test_every_public_name_of_the_python_api_is_in_its_reference() -> None:
+    """docs/api.md renders each name of `neardup_core.__all__` and `neardup_core.embedded.__all__`
+    (deprecated ones aside) from its docstring: a name exported without a reference entry fails here."""
+    import neardup_core
+    import neardup_core.embedded
+
+    rendered = set(re.findall(r"^::: ([\w.]+)$", (ROOT / "docs" / "api.md").read_text(), re.M))
+    short = {name.rpartition(".")[2] for name in rendered}
+    deprecated = {"open_engine"}
+    missing = [f"{module.__name__}.{name}" for module in (neardup_core, neardup_core.embedded)
+               for name in module.__all__ if name not in deprecated and name not in short]
+    assert missing == [], f"not in docs/api.md: {missing}"

@@ -282,3 +282,19 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_before_anything
     assert len(lines) == 1 and lines[0].startswith("neardup scan: ") and words in lines[0], result.stderr
     assert src.read_bytes() == before
     assert sorted(p.name for p in work.iterdir()) == ["crawl.jsonl", "hard.jsonl", "link.jsonl", "sub"]
+
+
+def test_a_state_built_with_other_state_settings_is_refused_with_exit_code_2(crawl, tmp_path: Path) -> None:
+    """`--state` of a scan under k = 3, scanned again under NEARDUP_K=4: one line naming both values and
+    exit code 2 (nothing was started, as docs/cli.md says), and no output file created."""
+    src = write(tmp_path / "crawl.jsonl", crawl[:5])
+    scan(tmp_path, "first", src, state=tmp_path / "state")
+    cmd = [sys.executable, "-m", "streams.cli", "scan", str(src), "--state", str(tmp_path / "state"),
+           "--out", str(tmp_path / "second.jsonl"), "--no-progress", "--processes", "1"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={"PATH": "/usr/bin:/bin", "NEARDUP_K": "4"})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neardup scan: ") and "k 3 there, 4 here" in lines[0], \
+        result.stderr
+    assert not (tmp_path / "second.jsonl").exists()
