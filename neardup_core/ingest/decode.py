@@ -158,8 +158,15 @@ def decode_body(body: bytes, *, encoding: str | None = None, content_type: str |
         text = _strip_bom(body.decode(charset, "replace"))
         if _junk_share(text) <= MAX_JUNK_SHARE:
             return Decoded(text, charset, source)
+    if body.startswith(_GZIP_MAGIC):  # a saved .html.gz, a crawler storing the bytes as sent
+        raise DecodeError(f"binary body, gzip-compressed ({len(body)} bytes): decompress it or name its "
+                          "Content-Encoding in `headers`")
     raise DecodeError(f"undecodable or binary body ({len(body)} bytes, starting {body[:12]!r}): "
                       + "; ".join(tried))
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+"""How a gzip stream starts: a body that no charset decodes and starts so is a compressed page."""
 
 
 def _declared(body: bytes, encoding: str | None, content_type: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import gzip
 import random
 
 import pytest
@@ -113,6 +114,17 @@ def test_binary_is_refused(body: bytes) -> None:
         decode_body(body, content_type="text/html; charset=iso-8859-1")
     assert isinstance(info.value, ValueError)
     assert "binary" in info.value.reason
+
+
+def test_a_compressed_body_says_so() -> None:
+    """A gzipped page given as the body (a saved .html.gz) is refused with what it is and the way in."""
+    page = b"<html><body><p>" + b"A page of plain words. " * 40 + b"</p></body></html>"
+    with pytest.raises(DecodeError) as info:
+        decode_body(gzip.compress(page))
+    assert "gzip-compressed" in info.value.reason and "Content-Encoding" in info.value.reason
+    with pytest.raises(DecodeError) as info:
+        decode_body(random.Random(5).randbytes(3000))
+    assert "compressed" not in info.value.reason
 
 
 def test_resolve_charset() -> None:
