@@ -13,7 +13,8 @@ Two components, configured in the Scrapy project's `settings.py` (docs/scrapy.md
    request's normal form; when that is a URL (no `{date}`-style placeholder) other than the request's,
    the request is rewritten to it and scheduled again;
 2. a request whose normal form (by the host's rules now, so a rule learned later also covers the URLs
-   fetched before it) was fetched or scheduled already is dropped;
+   fetched before it) was fetched or scheduled already is dropped, but for the normal form itself when only
+   variants of it were (a session id fetched before the rule): the copy that ranks best is fetched;
 3. the requests of a host penalised as a trap (`penalty >= NEARDUP_TRAP_PENALTY`) are scheduled again
    once, their priority lowered by `penalty * NEARDUP_PRIORITY_STEP`, and only a `budget_factor` share of
    them is fetched (a credit per host grows by `budget_factor` a request, and a request is fetched when a
@@ -26,11 +27,11 @@ every HTML response as it arrives (`neardup/verdict/...`) and puts the decision 
 
 `NeardupItems` (a spider middleware) takes the items a spider yields from a response: from a duplicate
 page they are dropped (`NEARDUP_DUPLICATE_ITEMS = "drop"`, `neardup/items_dropped`) or given a
-`neardup_canonical` field (`"mark"`, `neardup/items_marked`). A page decided unique that a better copy revised
-before its items went out (during `NEARDUP_ITEM_HOLD_S`, say) has its items dropped or marked, counted in
-`neardup/items_revised_early`; an item that went out as unique and whose page is revised later is counted in
-`neardup/items_revised`. Requests pass; with `NEARDUP_FOLLOW_DUPLICATES = False` the links of a duplicate
-page are dropped too (`neardup/links_dropped`): its canonical's links are the ones followed.
+`neardup_canonical` field (`"mark"`, `neardup/items_marked`). The items of a page decided unique wait
+`NEARDUP_ITEM_HOLD_S` (2 s embedded, 3 s kafka): a better copy fetched meanwhile revises the page, and they are
+dropped or marked instead (`neardup/items_revised_early`); an item that went out as unique and whose page is
+revised later is counted in `neardup/items_revised`. The links of a duplicate page are dropped
+(`neardup/links_dropped`: its canonical's are the ones followed) unless `NEARDUP_FOLLOW_DUPLICATES = True`.
 
 Modes, with the same components: **embedded**, a `neardup_core.Deduplicator` in the crawl's process
 (memory or `NEARDUP_STATE_DIR`), deciding each page as it arrives; **kafka**, the decisions and host
@@ -50,7 +51,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 from urllib.parse import urlsplit
 
 from neardup_core import Decision, Deduplicator, HostSignal, InvalidPage
@@ -71,6 +72,8 @@ log = logging.getLogger(__name__)
 
 MODES = ("embedded", "kafka")
 ITEM_ACTIONS = ("drop", "mark", "keep")
+ITEM_HOLD_S = {"embedded": 2.0, "kafka": 3.0}
+"""NEARDUP_ITEM_HOLD_S's default: kafka's longer, a better copy's decision comes back through the workers."""
 META_DECISION = "neardup"
 """`response.meta` key: the page's decision (`verdict`, `duplicate_of`, `canonical`)."""
 META_REQUEUED = "neardup_requeued"
@@ -99,13 +102,13 @@ class LoopOptions:
     host at 0.5: below it, print versions and URL variants of a sound host, which the rules handle)."""
     duplicate_items: str = "drop"
     """[NEARDUP_DUPLICATE_ITEMS] `drop`, `mark` (a `neardup_canonical` field) or `keep`."""
-    follow_duplicates: bool = True
-    """[NEARDUP_FOLLOW_DUPLICATES] follow the links of duplicate pages."""
+    follow_duplicates: bool = False
+    """[NEARDUP_FOLLOW_DUPLICATES] follow the links of duplicate pages (a mirror's, a copy's)."""
     decision_wait_s: float = 30.0
     """[NEARDUP_DECISION_WAIT_S] kafka: how long an item waits for its page's decision."""
-    item_hold_s: float = 0.0
-    """[NEARDUP_ITEM_HOLD_S] how long the items of a unique page wait before they go out: a better copy
-    fetched meanwhile revises the page, and its items are dropped or marked instead."""
+    item_hold_s: float = 2.0
+    """[NEARDUP_ITEM_HOLD_S] how long a unique page's items wait for a better copy to revise it (the mode's
+    `ITEM_HOLD_S` when unset)."""
 
 
 def seconds_setting(settings: BaseSettings, name: str, default: float) -> float:
@@ -132,7 +135,7 @@ def read_loop_settings(settings: BaseSettings) -> LoopOptions:
                            "state in kafka mode)")
     flags = {}
     for name, default in (("NEARDUP_APPLY_RULES", True), ("NEARDUP_APPLY_BUDGET", True),
-                          ("NEARDUP_FOLLOW_DUPLICATES", True)):
+                          ("NEARDUP_FOLLOW_DUPLICATES", False)):
         try:
             flags[name] = settings.getbool(name, default)
         except ValueError:
@@ -154,7 +157,7 @@ def read_loop_settings(settings: BaseSettings) -> LoopOptions:
     if items not in ITEM_ACTIONS:
         raise SettingError("NEARDUP_DUPLICATE_ITEMS", items, f"must be one of {', '.join(ITEM_ACTIONS)}")
     wait_s = seconds_setting(settings, "NEARDUP_DECISION_WAIT_S", 30.0)
-    hold_s = seconds_setting(settings, "NEARDUP_ITEM_HOLD_S", 0.0)
+    hold_s = seconds_setting(settings, "NEARDUP_ITEM_HOLD_S", ITEM_HOLD_S[mode])
     return LoopOptions(mode, state_dir, flags["NEARDUP_APPLY_RULES"], flags["NEARDUP_APPLY_BUDGET"], step,
                        trap_penalty, items, flags["NEARDUP_FOLLOW_DUPLICATES"], wait_s, hold_s)
 
@@ -294,7 +297,7 @@ class HostFrontier:
     """What the frontier keeps per host: URLs fetched or scheduled (identities), their normal forms under
     the rules last seen, and the budget credit."""
 
-    urls: list[str] = field(default_factory=list)
+    urls: set[str] = field(default_factory=set)
     normal: set[str] = field(default_factory=set)
     rules: tuple[tuple[str, str], ...] = ()
     credit: float = 1.0
@@ -366,8 +369,8 @@ class Loop:
         return state
 
 
-class NeardupFrontier:
-    """The downloader middleware: host signals applied before a request is fetched (the module's steps)."""
+class Component:
+    """What both middlewares share: the crawl's `Loop`."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.loop = Loop.of(crawler)
@@ -375,8 +378,12 @@ class NeardupFrontier:
         self.options = self.loop.options
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> NeardupFrontier:
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+
+class NeardupFrontier(Component):
+    """The downloader middleware: host signals applied before a request is fetched (the module's steps)."""
 
     def process_request(self, request: Request, spider: Spider) -> Request | None:
         from scrapy.exceptions import IgnoreRequest
@@ -396,7 +403,9 @@ class NeardupFrontier:
                 return request.replace(url=normal, dont_filter=False, meta={**request.meta, META_REWRITTEN: url})
             # a request asked for again on purpose (a retry, dont_filter) is not a copy
             on_purpose = request.dont_filter and not request.meta.get(META_REQUEUED)
-            if key in state.normal and not on_purpose:  # 2.
+            # the normal form itself, reached so far only as a variant, is fetched: it ranks better (step 2)
+            variant_only = key == url_identity(url) and key not in state.urls
+            if key in state.normal and not on_purpose and not variant_only:  # 2.
                 self.stats.inc_value("neardup/dropped_seen")
                 log.debug("neardup: %s dropped: its normal form %s was fetched or scheduled", url, normal)
                 raise IgnoreRequest(f"neardup: normal form {normal} seen")
@@ -422,8 +431,7 @@ class NeardupFrontier:
                               signal.budget_factor)
                     raise IgnoreRequest(f"neardup: {host} over its budget")
                 state.credit -= 1
-        identity = url_identity(url)
-        state.urls.append(identity)
+        state.urls.add(url_identity(url))
         state.normal.add(key)
         return None
 
@@ -444,17 +452,8 @@ def page_meta(decision: Decision, canonical: str | None) -> dict[str, Any]:
     return {"verdict": decision.verdict, "duplicate_of": decision.duplicate_of, "canonical": canonical or decision.url}
 
 
-class NeardupItems:
+class NeardupItems(Component):
     """The spider middleware: items of duplicate pages dropped or marked with the canonical URL."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.loop = Loop.of(crawler)
-        self.stats = self.loop.stats
-        self.options = self.loop.options
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> NeardupItems:
-        return cls(crawler)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any],
                                     spider: Spider) -> AsyncIterator[Any]:

@@ -4,6 +4,7 @@ rewrite, drop, priority and budget on learned signals, the items middleware's dr
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -28,8 +29,17 @@ def article(title: str, words: str) -> bytes:
            f"</body></html>".encode()
 
 
+def story(n: int) -> bytes:
+    """An article whose text shares no word with another `story`'s (`article`'s differ in one word: near
+    duplicates of each other)."""
+    words = " ".join(hashlib.sha256(f"{n}/{i}".encode()).hexdigest()[:7] for i in range(160))
+    return article(f"Story {n}", words)
+
+
 def components(settings: dict[str, Any] | None = None) -> tuple[NeardupFrontier, NeardupItems]:
-    crawler = get_crawler(Spider, {"NEARDUP_MODE": "embedded", **(settings or {})})
+    """The two middlewares on one crawler; items not held (a hold waits on Twisted's reactor, which these tests
+    do not run: the crawls of tests/functional and tests/integration hold them)."""
+    crawler = get_crawler(Spider, {"NEARDUP_MODE": "embedded", "NEARDUP_ITEM_HOLD_S": 0, **(settings or {})})
     return NeardupFrontier.from_crawler(crawler), NeardupItems.from_crawler(crawler)
 
 
@@ -63,10 +73,13 @@ def test_a_bad_setting_is_refused_by_name(name: str, value: object, rule: str) -
 
 
 def test_settings_defaults_and_a_state_dir_only_in_embedded_mode() -> None:
-    assert read_loop_settings(Settings()) == LoopOptions()
-    given = read_loop_settings(Settings({"NEARDUP_ITEM_HOLD_S": "2", "NEARDUP_FOLLOW_DUPLICATES": "False",
-                                         "NEARDUP_DUPLICATE_ITEMS": "mark"}))
-    assert (given.item_hold_s, given.follow_duplicates, given.duplicate_items) == (2.0, False, "mark")
+    defaults = read_loop_settings(Settings())
+    assert defaults == LoopOptions()
+    assert (defaults.follow_duplicates, defaults.item_hold_s) == (False, 2.0), "what the measured crawl needs"
+    assert read_loop_settings(Settings({"NEARDUP_MODE": "kafka"})).item_hold_s == 3.0, "decisions come back later"
+    given = read_loop_settings(Settings({"NEARDUP_MODE": "kafka", "NEARDUP_ITEM_HOLD_S": "0",
+                                         "NEARDUP_FOLLOW_DUPLICATES": "True", "NEARDUP_DUPLICATE_ITEMS": "mark"}))
+    assert (given.item_hold_s, given.follow_duplicates, given.duplicate_items) == (0.0, True, "mark")
     with pytest.raises(SettingError, match="NEARDUP_STATE_DIR"):
         read_loop_settings(Settings({"NEARDUP_MODE": "kafka", "NEARDUP_STATE_DIR": "state"}))
 
@@ -97,6 +110,23 @@ def test_a_learned_session_parameter_rewrites_and_drops_what_was_fetched(caplog:
     assert stat(frontier, "dropped_seen") >= 2
     retry = Request("http://news.example/story9", dont_filter=True)  # asked for again on purpose
     assert frontier.process_request(retry, SPIDER) is None
+
+
+def test_the_normal_form_is_fetched_once_when_only_a_variant_was_fetched_before_the_rule() -> None:
+    """A session-id URL fetched before the rule was learned does not stand for the URL without it: that one
+    ranks better (fewer parameters), so it is fetched, once; dropping it left the worse copy the canonical."""
+    frontier, _ = components()
+    early = fetch(frontier, "http://news.example/story7?sid=early", story(7))
+    for i in range(5):
+        fetch(frontier, f"http://news.example/story{i}", story(i))
+        fetch(frontier, f"http://news.example/story{i}?sid=a{i}", story(i), check=False)
+    clean = fetch(frontier, "http://news.example/story7", story(7))
+    assert early.meta["neardup"]["verdict"] == "unique" and clean.meta["neardup"]["verdict"] == "unique"
+    assert frontier.loop.source.canonical(early.url) == clean.url, "the clean URL is the copy to keep"
+    rewritten = frontier.process_request(Request("http://news.example/story7?sid=late"), SPIDER)
+    assert isinstance(rewritten, Request) and rewritten.url == clean.url
+    with pytest.raises(IgnoreRequest):
+        frontier.process_request(rewritten, SPIDER)
 
 
 def test_a_calendar_trap_is_cut_by_its_rule_or_by_its_budget() -> None:
@@ -149,7 +179,7 @@ async def _outputs(items: NeardupItems, response: HtmlResponse, outputs: list[An
 
 @pytest.mark.parametrize("action", ["drop", "mark", "keep"])
 def test_items_of_a_duplicate_page_are_dropped_or_marked_and_its_links_kept(action: str) -> None:
-    frontier, items = components({"NEARDUP_DUPLICATE_ITEMS": action})
+    frontier, items = components({"NEARDUP_DUPLICATE_ITEMS": action, "NEARDUP_FOLLOW_DUPLICATES": True})
     original = fetch(frontier, "http://news.example/a", article("A", "Alpha"))
     copy = fetch(frontier, "http://news.example/a?ref=feed", article("A", "Alpha"))
     assert copy.meta["neardup"] == {"verdict": "exact_duplicate", "duplicate_of": "http://news.example/a",
@@ -165,7 +195,7 @@ def test_items_of_a_duplicate_page_are_dropped_or_marked_and_its_links_kept(acti
 
 
 def test_a_duplicate_s_links_are_dropped_when_not_followed() -> None:
-    frontier, items = components({"NEARDUP_FOLLOW_DUPLICATES": False})
+    frontier, items = components()  # the default
     fetch(frontier, "http://news.example/a", article("A", "Alpha"))
     copy = fetch(frontier, "http://mirror.example/a", article("A", "Alpha"))
     out = asyncio.run(_outputs(items, HtmlResponse(copy.url, body=b"", request=copy),
