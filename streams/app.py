@@ -12,6 +12,7 @@ internal topics first (`streams.admin.internal_partitions`) and passes it in.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from mode.utils.queues import ThrowableQueue
 from streams import status
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
-from streams.redelivery import RedeliveringConsumer, RedeliveringQueue
+from streams.redelivery import RedeliveringConsumer, RedeliveringQueue, parse_drops
 from streams.settings import Settings
 from streams.stores import STORE_URL
 from streams.topics import table_names
@@ -40,10 +41,21 @@ class NeardupApp(faust.App):
     `App._new_consumer` is Faust's private factory: the one place its consumer class can be chosen;
     `App.FlowControlQueue` the public one of the queues a flow resume clears."""
 
+    queues: weakref.WeakSet[RedeliveringQueue]
+    fault_drops: set[tuple[str, int, int]]
+    """NEARDUP_FAULT_DROP_FETCHED (tests only), set before the consumer is made."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.queues = weakref.WeakSet()
+        self.fault_drops = set()
+        super().__init__(*args, **kwargs)
+
     def FlowControlQueue(self, maxsize: int | None = None, *,  # noqa: N802  # Faust's name
                          clear_on_resume: bool = False) -> ThrowableQueue:
-        return RedeliveringQueue(maxsize=maxsize, flow_control=self.flow_control, clear_on_resume=clear_on_resume,
-                                 on_drop=self._redeliver)
+        queue = RedeliveringQueue(maxsize=maxsize, flow_control=self.flow_control, clear_on_resume=clear_on_resume,
+                                  on_drop=self._redeliver)
+        self.queues.add(queue)
+        return queue
 
     def _redeliver(self, dropped: Mapping[TP, int]) -> None:
         consumer = self.consumer
@@ -53,7 +65,16 @@ class NeardupApp(faust.App):
     def _new_consumer(self) -> ConsumerT:
         transport: Any = self.transport  # Transport.create_consumer instantiates its `Consumer` class
         transport.Consumer = RedeliveringConsumer
-        return super()._new_consumer()
+        consumer = super()._new_consumer()
+        if isinstance(consumer, RedeliveringConsumer):
+            consumer.drops = set(self.fault_drops)
+        return consumer
+
+    async def check_stalls(self) -> None:
+        """`RedeliveringConsumer.check_stalls`, told which partitions have events in the queues."""
+        consumer = self.consumer
+        if isinstance(consumer, RedeliveringConsumer):
+            await consumer.check_stalls(set().union(*(queue.partitions() for queue in list(self.queues))))
 
 
 def broker_credentials(settings: Settings) -> Any:
@@ -110,6 +131,7 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 4),
         consumer_group_instance_id=settings.group_instance_id or None,
     )
+    app.fault_drops = parse_drops(settings.fault_drop_fetched)
     t = settings.topic
     topics = Topics(
         fetched=raw_topic(app, t("pages.fetched")),
@@ -138,6 +160,8 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
     app.agent(topics.probes, concurrency=1)(agents.index)
     app.agent(topics.hosts, concurrency=1)(agents.hosts)
     app.timer(interval=settings.tick_interval_s, on_leader=True)(agents.send_ticks)
+    if settings.stall_check_s > 0:
+        app.timer(interval=settings.stall_check_s)(app.check_stalls)
     app.timer(interval=10.0)(measure_lag)
     app.timer(interval=status.SAMPLE_EVERY_S)(status.sample_counters)
     add_pages(app, settings, partitions)

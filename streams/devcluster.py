@@ -480,7 +480,7 @@ class Cluster:
                 samples = self.metrics(name)
                 lag = {k: v for k, v in samples.items() if k.startswith("neardup_consumer_lag{") and v}
                 shown = ("neardup_pages_total", "neardup_pending_pages", "neardup_probes_total",
-                         "neardup_decisions_total")
+                         "neardup_decisions_total", "neardup_reseeks_total", "neardup_stalled_partitions_total")
                 counts = {k: v for k, v in samples.items() if k.split("{", 1)[0] in shown}
                 lines.append(f"worker {name}: {counts}; assigned {sorted(self.assignment(name) or [])}; lag {lag}")
             except OSError as exc:

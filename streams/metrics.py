@@ -31,6 +31,9 @@ EXPIRED = Counter("neardup_expired_total",
 RESEEKS = Counter("neardup_reseeks_total",
                   "Partitions sought back to fetch again records Faust fetched and did not hand on",
                   registry=REGISTRY)
+STALLS = Counter("neardup_stalled_partitions_total",
+                 "Stream partitions found holding records nothing processed (fetched and dropped) and read again "
+                 "from their committed offset (NEARDUP_STALL_CHECK_S)", registry=REGISTRY)
 LAG = Gauge("neardup_consumer_lag",
             "Messages not yet read (highwater minus position), per partition the worker reads: the topics its "
             "agents read and its standby changelogs", ["topic", "partition"], registry=REGISTRY)

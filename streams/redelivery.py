@@ -45,19 +45,30 @@ loop drops a record below its read offset).
 (In the stalled runs, a partition with nothing committed was not sought at all, and one whose read offset
 the seek set back to the committed offset was fetched again by the gap rule above only once a new record
 came: at the end of a backlog, none does.)
+
+Last, a net under all of these, for any way of dropping records not named above: every
+`NEARDUP_STALL_CHECK_S` seconds (`check_stalls`, a timer of every worker) the consumer looks at each
+stream partition it reads. One that holds records the group has not committed (its highwater is past
+its committed offset) while none of its records is queued or being processed, unchanged since the last
+look, was fetched and dropped somewhere: it is sought back to its committed offset (`stalled`) and read
+again, at most `STALL_SEEKS` times for one such state (a tail of transaction markers looks the same and
+is left alone after that). Seen once in CI: a worker on an empty disk, replacing one SIGKILLed five
+times, never read the last 16 records of one `pages.fetched` partition, for 300 s, while everything
+else ran.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from faust.transport.drivers.aiokafka import Consumer
 from faust.types import TP, Message
 from mode.utils.queues import ThrowableQueue
 
-from streams.metrics import RESEEKS
+from streams.metrics import RESEEKS, STALLS
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +94,43 @@ def first_offsets(items: Iterable[Any]) -> dict[TP, int]:
     return out
 
 
+def parse_drops(spec: str) -> set[tuple[str, int, int]]:
+    """`NEARDUP_FAULT_DROP_FETCHED`'s `topic:partition:offset,...` as (topic, partition, offset)."""
+    out = set()
+    for item in filter(None, spec.split(",")):
+        topic, partition, offset = item.rsplit(":", 2)
+        out.add((topic, int(partition), int(offset)))
+    return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the consumer knows of one stream partition at one look (`check_stalls`)."""
+
+    committed: int | None
+    """The group's committed offset as Faust knows it: the next record to process."""
+    read: int | None
+    """Faust's read offset."""
+    highwater: int | None
+    """The partition's end as the last fetch saw it; None before any."""
+    busy: bool
+    """Records of the partition are queued for the agent or taken and not acknowledged."""
+
+
+STALL_SEEKS = 3
+"""How many times one stalled state of a partition is sought back before it is left alone."""
+
+
+def stalled(before: Progress | None, now: Progress) -> int | None:
+    """The offset to read a stream partition again from when it holds records the group has not committed
+    and nothing of it is queued or processed, as it was at the last look (`before`); None when it is not
+    stalled. Nothing committed yet: from its start."""
+    if before is None or before != now or now.busy or now.highwater is None:
+        return None
+    start = now.committed or 0
+    return start if now.highwater > start else None
+
+
 def fetch_again(offset: int, committed: int | None) -> bool:
     """Whether a record at `offset` that a cleared queue dropped is to be fetched again: unless it is below
     the partition's committed offset (a record from before the partition was revoked and assigned again,
@@ -100,6 +148,10 @@ class RedeliveringQueue(ThrowableQueue):
         super().__init__(*args, **kwargs)
         self._on_drop = on_drop
 
+    def partitions(self) -> set[TP]:
+        """The partitions of the events queued now."""
+        return set(first_offsets(self._queue))  # type: ignore[attr-defined]  # asyncio.Queue's deque
+
     def clear(self) -> None:
         dropped = first_offsets(self._queue)  # type: ignore[attr-defined]  # asyncio.Queue's deque
         super().clear()
@@ -116,6 +168,54 @@ class RedeliveringConsumer(Consumer):
         self._gap_records: dict[TP, int] = {}  # partition -> the last record not handed on for a gap
         self._redeliveries = 0  # how many times `redeliver` sought partitions back
         self._redelivered: dict[TP, int] = {}  # partition -> the value of that count when it was last sought back
+        self.drops: set[tuple[str, int, int]] = set()  # NEARDUP_FAULT_DROP_FETCHED (tests only)
+        self._progress: dict[TP, Progress] = {}  # each stream partition at the last look
+        # partition -> the (committed, highwater) it was last sought back at for a stall, and how often
+        self._stall_seeks: dict[TP, tuple[tuple[int | None, int | None], int]] = {}
+
+    def _fault_drop(self, tp: TP, offset: int) -> bool:
+        """Whether NEARDUP_FAULT_DROP_FETCHED names this record (its topic without the prefix): it is then
+        dropped as Faust can drop a record, once."""
+        spec = next((d for d in self.drops if tp.topic.endswith(d[0]) and (d[1], d[2]) == (tp.partition, offset)),
+                    None)
+        if spec is None:
+            return False
+        self.drops.discard(spec)
+        log.warning("NEARDUP_FAULT_DROP_FETCHED: %s:%d@%d fetched and dropped", tp.topic, tp.partition, offset)
+        return True
+
+    async def check_stalls(self, queued: set[TP]) -> None:
+        """Seek back each stream partition that `stalled` finds (the module's last paragraph); `queued`: the
+        partitions with events in the app's queues."""
+        app = self.app
+        if app.rebalancing or app.in_recovery or not self.flow_active:
+            self._progress.clear()
+            return
+        busy = queued | {m.tp for m in self._unacked_messages if not m.acked}
+        paused = self._paused_partitions
+        now = {tp: Progress(self._committed_offset.get(tp), self._read_offset.get(tp), self.highwater(tp),
+                            tp in busy)
+               for tp in sorted(self.assignment())
+               if not self._is_changelog_tp(tp) and tp not in paused and app.topics.acks_enabled_for(tp.topic)}
+        before, self._progress = self._progress, now
+        for tp, progress in now.items():
+            offset = stalled(before.get(tp), progress)
+            if offset is None:
+                continue
+            state = (progress.committed, progress.highwater)  # a seek changes the read offset, not these
+            last, seeks = self._stall_seeks.get(tp, (None, 0))
+            seeks = seeks + 1 if last == state else 1
+            if seeks > STALL_SEEKS:
+                continue
+            self._stall_seeks[tp] = (state, seeks)
+            log.warning("%s:%d holds records before offset %s that nothing processes (committed %s, read %s, "
+                        "nothing queued or in a take since the last look): fetched again from %d", tp.topic,
+                        tp.partition, progress.highwater, progress.committed, progress.read, offset)
+            self._redeliveries += 1
+            self._redelivered[tp] = self._redeliveries
+            await self.seek(tp, offset)  # its read offset changes: the next look starts over
+            STALLS.inc()
+            RESEEKS.inc()
 
     def redeliver(self, dropped: Mapping[TP, int]) -> None:
         """Seek each assigned stream partition back to the first offset a cleared queue dropped of it
@@ -150,6 +250,8 @@ class RedeliveringConsumer(Consumer):
             cut = cut or not self.flow_active or self.app.consumer_generation_id != generation
             if tp in dropped or cut or not (active is None or tp in active or tp in self._buffered_partitions):
                 dropped.setdefault(tp, record.offset)
+                continue
+            if self.drops and self._fault_drop(tp, record.offset):
                 continue
             # the read offset as Faust's fetch loop sees it: it reads each record before the next
             missing = missing_before(self._read_offset.get(tp), record.offset)

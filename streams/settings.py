@@ -38,6 +38,9 @@ def _raw(name: str) -> str | None:
     return None if raw is None or raw.strip() == "" else raw.strip()
 
 
+_DROP_SPEC = re.compile(r"[A-Za-z0-9._-]+:\d+:\d+")
+
+
 def _str(name: str, default: str) -> str:
     raw = os.environ.get(name)
     return default if raw is None or raw == "" else raw
@@ -159,6 +162,14 @@ class Settings:
     of the index table (`streams/index_process.py`); 0 = in the event loop."""
     session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
     """How long the group waits for a silent worker before giving its partitions to others."""
+    stall_check_s: float = _env("NEARDUP_STALL_CHECK_S", 10.0, _float)
+    """How often the worker looks for stream partitions it holds records of that nothing processes (fetched
+    and dropped by its Kafka client library, `streams.redelivery`): one unchanged over two looks is read
+    again from its committed offset; 0 = never."""
+    fault_drop_fetched: str = _env("NEARDUP_FAULT_DROP_FETCHED", "")
+    """For tests only: `topic:partition:offset[,...]` (the topic without the prefix), records the worker's
+    consumer fetches and then drops once without a word, as its Kafka client library can; never set it in
+    production."""
     group_instance_id: str = _env("NEARDUP_GROUP_INSTANCE_ID", "")
     """Static group membership (e.g. the pod name): a restart within the session timeout keeps
     the worker's partitions without a rebalance."""
@@ -209,6 +220,16 @@ class Settings:
         check_int(e("index_processes"), self.index_processes, 0, 64)
         # Kafka brokers' defaults: group.min.session.timeout.ms 6 s, group.max.session.timeout.ms 30 min
         check_float(e("session_timeout_s"), self.session_timeout_s, 6.0, 1800.0)
+        if self.stall_check_s != 0:
+            try:
+                check_float(e("stall_check_s"), self.stall_check_s, 1.0, 3600.0)
+            except SettingError:
+                raise SettingError(e("stall_check_s"), self.stall_check_s,
+                                   "must be 0 (off) or a number of seconds from 1 to 3600") from None
+        if not isinstance(self.fault_drop_fetched, str) or not all(
+                _DROP_SPEC.fullmatch(x) for x in self.fault_drop_fetched.split(",") if x):
+            raise SettingError(e("fault_drop_fetched"), self.fault_drop_fetched,
+                               "must be empty or topic:partition:offset[,topic:partition:offset...]")
         if not isinstance(self.group_instance_id, str) or not _TOPIC_CHARS.fullmatch(self.group_instance_id) \
                 or len(self.group_instance_id) > 249:
             raise SettingError(e("group_instance_id"), self.group_instance_id,

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from faust.types import TP, Message
 from mode.utils.queues import FlowControlEvent
 
-from streams.redelivery import RedeliveringQueue, fetch_again, missing_before
+from streams.redelivery import Progress, RedeliveringQueue, fetch_again, missing_before, parse_drops, stalled
 
 
 def test_the_next_record_opens_no_gap() -> None:
@@ -72,3 +72,39 @@ def test_dropped_records_are_fetched_again_unless_the_group_has_done_them() -> N
     assert fetch_again(18, 18)
     assert fetch_again(40, 18)
     assert not fetch_again(10, 18)  # from before the partition was revoked, done by another worker since
+
+
+# -- the net: a partition holding records that nothing processes -------------------------------------------
+
+def progress(committed: int | None = 30, read: int | None = 41, highwater: int | None = 48,
+             busy: bool = False) -> Progress:
+    return Progress(committed=committed, read=read, highwater=highwater, busy=busy)
+
+
+def test_a_partition_holding_uncommitted_records_nothing_processes_is_read_again_from_its_committed_offset() -> None:
+    assert stalled(progress(), progress()) == 30
+
+
+def test_nothing_committed_yet_is_read_again_from_the_start() -> None:
+    assert stalled(progress(committed=None), progress(committed=None)) == 0
+
+
+def test_a_partition_is_not_stalled_at_the_first_look_or_when_anything_moved() -> None:
+    assert stalled(None, progress()) is None
+    assert stalled(progress(committed=29), progress()) is None  # a commit since the last look
+    assert stalled(progress(read=40), progress()) is None  # a record handed on
+    assert stalled(progress(highwater=47), progress()) is None  # a record written
+
+
+def test_a_partition_with_records_queued_or_in_a_take_is_not_stalled() -> None:
+    assert stalled(progress(busy=True), progress(busy=True)) is None
+
+
+def test_a_partition_done_to_its_end_or_never_fetched_is_not_stalled() -> None:
+    assert stalled(progress(committed=48), progress(committed=48)) is None
+    assert stalled(progress(highwater=None), progress(highwater=None)) is None
+
+
+def test_the_fault_setting_names_records_by_topic_partition_and_offset() -> None:
+    assert parse_drops("") == set()
+    assert parse_drops("pages.fetched:3:17,neardup.gather:0:0") == {("pages.fetched", 3, 17), ("neardup.gather", 0, 0)}
