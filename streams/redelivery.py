@@ -184,6 +184,14 @@ class RedeliveringConsumer(Consumer):
         log.warning("NEARDUP_FAULT_DROP_FETCHED: %s:%d@%d fetched and dropped", tp.topic, tp.partition, offset)
         return True
 
+    def _highwater(self, tp: TP) -> int | None:
+        """The partition's last known highwater; None when aiokafka no longer holds it (it asserts that the
+        partition is assigned, and its assignment can move ahead of Faust's)."""
+        try:
+            return self.highwater(tp)
+        except Exception:  # noqa: BLE001  # a look at state: the next one comes in NEARDUP_STALL_CHECK_S
+            return None
+
     async def check_stalls(self, queued: set[TP]) -> None:
         """Seek back each stream partition that `stalled` finds (the module's last paragraph); `queued`: the
         partitions with events in the app's queues."""
@@ -193,7 +201,7 @@ class RedeliveringConsumer(Consumer):
             return
         busy = queued | {m.tp for m in self._unacked_messages if not m.acked}
         paused = self._paused_partitions
-        now = {tp: Progress(self._committed_offset.get(tp), self._read_offset.get(tp), self.highwater(tp),
+        now = {tp: Progress(self._committed_offset.get(tp), self._read_offset.get(tp), self._highwater(tp),
                             tp in busy)
                for tp in sorted(self.assignment())
                if not self._is_changelog_tp(tp) and tp not in paused and app.topics.acks_enabled_for(tp.topic)}
