@@ -49,8 +49,8 @@ came: at the end of a backlog, none does.)
 Last, a net under all of these, for any way of dropping records not named above: every
 `NEARDUP_STALL_CHECK_S` seconds (`check_stalls`, a timer of every worker) the consumer looks at each
 stream partition it reads. One that holds records the group has not committed (its highwater is past
-its committed offset) while none of its records is queued or being processed, unchanged since the last
-look, was fetched and dropped somewhere: it is sought back to its committed offset (`stalled`) and read
+its committed offset) while none of its records is queued or being processed and none processed from
+the committed offset on waits for a commit (`committing`: the broker away), unchanged since the last look, was fetched and dropped somewhere: it is sought back to its committed offset (`stalled`) and read
 again, at most `STALL_SEEKS` times for one such state (a tail of transaction markers looks the same and
 is left alone after that). Seen once in CI: a worker on an empty disk, replacing one SIGKILLed five
 times, never read the last 16 records of one `pages.fetched` partition, for 300 s, while everything
@@ -115,6 +115,9 @@ class Progress:
     """The partition's end as the last fetch saw it; None before any."""
     busy: bool
     """Records of the partition are queued for the agent or taken and not acknowledged."""
+    committing: bool = False
+    """Records acknowledged from the committed offset on wait for a commit (the next commit interval, or the
+    broker back): processed, not stalled. Acknowledged records after a hole are not."""
 
 
 STALL_SEEKS = 3
@@ -125,10 +128,16 @@ def stalled(before: Progress | None, now: Progress) -> int | None:
     """The offset to read a stream partition again from when it holds records the group has not committed
     and nothing of it is queued or processed, as it was at the last look (`before`); None when it is not
     stalled. Nothing committed yet: from its start."""
-    if before is None or before != now or now.busy or now.highwater is None:
+    if before is None or before != now or now.busy or now.committing or now.highwater is None:
         return None
     start = now.committed or 0
     return start if now.highwater > start else None
+
+
+def committing(acked: list[int] | None, committed: int | None) -> bool:
+    """Whether a partition's acknowledged offsets (Faust's `_acked`) run from its committed offset, so that
+    Faust's next commit moves it (`Consumer._new_offset`); not when the first of them is past a hole."""
+    return bool(acked) and (committed is None or min(acked or [0]) <= committed)
 
 
 def fetch_again(offset: int, committed: int | None) -> bool:
@@ -202,7 +211,7 @@ class RedeliveringConsumer(Consumer):
         busy = queued | {m.tp for m in self._unacked_messages if not m.acked}
         paused = self._paused_partitions
         now = {tp: Progress(self._committed_offset.get(tp), self._read_offset.get(tp), self._highwater(tp),
-                            tp in busy)
+                            tp in busy, committing(self._acked.get(tp), self._committed_offset.get(tp)))
                for tp in sorted(self.assignment())
                if not self._is_changelog_tp(tp) and tp not in paused and app.topics.acks_enabled_for(tp.topic)}
         before, self._progress = self._progress, now

@@ -9,7 +9,15 @@ from types import SimpleNamespace
 from faust.types import TP, Message
 from mode.utils.queues import FlowControlEvent
 
-from streams.redelivery import Progress, RedeliveringQueue, fetch_again, missing_before, parse_drops, stalled
+from streams.redelivery import (
+    Progress,
+    RedeliveringQueue,
+    committing,
+    fetch_again,
+    missing_before,
+    parse_drops,
+    stalled,
+)
 
 
 def test_the_next_record_opens_no_gap() -> None:
@@ -108,3 +116,19 @@ def test_a_partition_done_to_its_end_or_never_fetched_is_not_stalled() -> None:
 def test_the_fault_setting_names_records_by_topic_partition_and_offset() -> None:
     assert parse_drops("") == set()
     assert parse_drops("pages.fetched:3:17,neardup.gather:0:0") == {("pages.fetched", 3, 17), ("neardup.gather", 0, 0)}
+
+
+def test_records_processed_and_waiting_for_a_commit_are_not_a_stall() -> None:
+    # the broker away for a while: records 30-40 acked, the commit waits; the soak saw this
+    waiting = Progress(committed=30, read=40, highwater=41, busy=False, committing=committing(list(range(30, 41)), 30))
+    assert waiting.committing
+    assert stalled(waiting, waiting) is None
+
+
+def test_acknowledged_records_after_a_hole_wait_for_nothing() -> None:
+    # records 32-41 never handed on, 42-47 processed: Faust never commits past 32 (`Consumer._new_offset`)
+    assert not committing(list(range(42, 48)), 32)
+    assert not committing([], 32)
+    assert committing([5, 6], None)
+    hole = Progress(committed=32, read=47, highwater=48, busy=False, committing=False)
+    assert stalled(hole, hole) == 32
