@@ -50,7 +50,8 @@ Last, a net under all of these, for any way of dropping records not named above:
 `NEARDUP_STALL_CHECK_S` seconds (`check_stalls`, a timer of every worker) the consumer looks at each
 stream partition it reads. One that holds records the group has not committed (its highwater is past
 its committed offset) while none of its records is queued or being processed and none processed from
-the committed offset on waits for a commit (`committing`: the broker away), unchanged since the last look, was fetched and dropped somewhere: it is sought back to its committed offset (`stalled`) and read
+the committed offset on waits for a commit (`committing`: the broker away), unchanged since the last
+look, was fetched and dropped somewhere: it is sought back to its committed offset (`stalled`) and read
 again, at most `STALL_SEEKS` times for one such state (a tail of transaction markers looks the same and
 is left alone after that). Seen once in CI: a worker on an empty disk, replacing one SIGKILLed five
 times, never read the last 16 records of one `pages.fetched` partition, for 300 s, while everything
