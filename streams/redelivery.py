@@ -138,7 +138,9 @@ def stalled(before: Progress | None, now: Progress) -> int | None:
 def committing(acked: list[int] | None, committed: int | None) -> bool:
     """Whether a partition's acknowledged offsets (Faust's `_acked`) run from its committed offset, so that
     Faust's next commit moves it (`Consumer._new_offset`); not when the first of them is past a hole."""
-    return bool(acked) and (committed is None or min(acked or [0]) <= committed)
+    if not acked:
+        return False
+    return committed is None or min(acked) <= committed
 
 
 def fetch_again(offset: int, committed: int | None) -> bool:

@@ -106,7 +106,7 @@ class LoopOptions:
     """[NEARDUP_FOLLOW_DUPLICATES] follow the links of duplicate pages (a mirror's, a copy's)."""
     decision_wait_s: float = 30.0
     """[NEARDUP_DECISION_WAIT_S] kafka: how long an item waits for its page's decision."""
-    item_hold_s: float = 2.0
+    item_hold_s: float = ITEM_HOLD_S["embedded"]
     """[NEARDUP_ITEM_HOLD_S] how long a unique page's items wait for a better copy to revise it (the mode's
     `ITEM_HOLD_S` when unset)."""
 
