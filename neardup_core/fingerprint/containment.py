@@ -1,0 +1,82 @@
+"""Containment of one page's main text in another's, estimated from MinHash signatures and shingle counts.
+
+Containment of B in A is ``|A ∩ B| / |B|`` over the distinct shingles (the `features.token_features`
+hashes the signature is made of): 1 when all of B's text is in A (a blog post that copies an article
+and adds commentary, a digest embedding it), whatever else A holds. It is not symmetric: a small B
+inside a large A has containment 1 in A, A has containment ``|B| / |A|`` in B.
+
+The signature gives the Jaccard estimate ``J`` (`minhash.jaccard`, b-bit corrected); with the distinct
+shingle counts ``|A|`` and ``|B|`` the intersection follows from ``|A ∪ B| = |A| + |B| - |A ∩ B|``:
+``|A ∩ B| = J (|A| + |B|) / (1 + J)``, and the containment is that over ``|B|``, clipped to [0, 1].
+
+Accuracy. ``J`` of P rows has a standard deviation of about ``sqrt(J (1 - J) / P)`` (plus the b-bit
+chance agreements, ``2**-b`` per row, which the correction removes on average but not their noise).
+The containment multiplies ``J``'s error by ``dC/dJ = (|A| + |B|) / (|B| (1 + J)**2)``, which grows
+with the size ratio ``r = |A| / |B|``: for B wholly inside A, ``J = 1 / r`` and the standard deviation
+of the estimate is about ``(1 + r) / (1 + 1/r)**2 * sqrt((1/r) (1 - 1/r) / P)``. With the default
+80 rows of 8 bits that is 0.07 at r = 2, 0.15 at r = 4 and 0.30 at r = 10: a small page inside a
+large one is found with an estimate that can be off by a third in either direction, and below
+r ≈ 3 the estimate is good to about ±0.1. Measured on the labelled corpus pairs
+(`neardup_core.testing.containment_pairs`, `bench/bench_containment.py`, bench/results/containment.md):
+the mean absolute error grows from about 0.04 at r < 2 to about 0.2 at r > 8. A candidate index
+for containment must therefore not rest on this estimate alone for large r (datasketch's LSH
+Ensemble partitions by set size for the same reason); the exact check needs the shingles, which the
+index does not keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from neardup_core.fingerprint.minhash import DEFAULT_BITS, jaccard
+
+
+@dataclass(frozen=True, slots=True)
+class ShingleSketch:
+    """What a containment estimate needs of one main text: its MinHash signature and its number of
+    distinct shingles (the set size the signature does not tell)."""
+
+    signature: bytes
+    shingles: int
+
+
+def containment_from_jaccard(j: float, shingles_a: int, shingles_b: int) -> float:
+    """Containment of B in A given their Jaccard similarity (estimated or exact) and distinct shingle
+    counts: ``J (|A| + |B|) / ((1 + J) |B|)``, clipped to [0, 1]; 0 when B is empty."""
+    if shingles_b <= 0:
+        return 0.0
+    intersection = j * (shingles_a + shingles_b) / (1.0 + j)
+    return min(1.0, max(0.0, intersection / shingles_b))
+
+
+def containment(a: ShingleSketch, b: ShingleSketch, bits: int = DEFAULT_BITS) -> float:
+    """The estimated containment of B's shingles in A's (how much of B's main text A holds)."""
+    return containment_from_jaccard(jaccard(a.signature, b.signature, bits), a.shingles, b.shingles)
+
+
+def containment_sd(c: float, shingles_a: int, shingles_b: int, rows: int, bits: int = DEFAULT_BITS) -> float:
+    """The approximate standard deviation of the containment estimate at true containment `c` (delta
+    method over the Jaccard estimate's binomial variance, with the b-bit chance agreements): what the
+    module docstring works out, for a report or a threshold's margin."""
+    if shingles_b <= 0 or rows <= 0:
+        return 0.0
+    intersection = c * shingles_b
+    union = shingles_a + shingles_b - intersection
+    j = intersection / union if union > 0 else 1.0
+    chance = 2.0 ** -bits
+    m = j + (1.0 - j) * chance  # the probability that a row agrees
+    sd_j = np.sqrt(m * (1.0 - m) / rows) / (1.0 - chance)
+    slope = (shingles_a + shingles_b) / (shingles_b * (1.0 + j) ** 2)
+    return float(slope * sd_j)
+
+
+def exact_containment(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> float:
+    """The true containment of the shingle hash set `b` in `a` (for tests and evaluation); 0 for an
+    empty `b`."""
+    distinct_b = np.unique(b)
+    if len(distinct_b) == 0:
+        return 0.0
+    return len(np.intersect1d(np.unique(a), distinct_b, assume_unique=True)) / len(distinct_b)
