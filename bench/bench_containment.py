@@ -28,6 +28,7 @@ from neardup_core.testing.containment_eval import (  # noqa: E402
     BANDS,
     MARGIN,
     ScoredPair,
+    band_rows,
     error_rows,
     score,
     threshold_row,
@@ -76,6 +77,16 @@ def error_table(scored: list[ScoredPair], settings: CoreSettings) -> list[str]:
     return lines
 
 
+def band_table(scored: list[ScoredPair], threshold: float, settings: CoreSettings) -> list[str]:
+    lines = ["| |A| / |B| | pairs | share a band | share |", "|---|---|---|---|"]
+    for row in band_rows(scored, threshold, settings):
+        lo, hi = row.bucket
+        name = f"< {hi:g}" if lo == 1.0 else (f">= {lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}")
+        share = f"{row.sharing / row.pairs:.2f}" if row.pairs else "n/a"
+        lines.append(f"| {name} | {row.pairs} | {row.sharing} | {share} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, default=corpus_dir())
@@ -84,6 +95,8 @@ def main() -> None:
     parser.add_argument("--unrelated", type=int, default=1000, help="unrelated article pairs")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--thresholds", default=",".join(map(str, DEFAULT_THRESHOLDS)))
+    parser.add_argument("--band-threshold", type=float, default=0.5,
+                        help="exact containment of the pairs in the band table")
     parser.add_argument("--write", type=Path, default=None, help="also write the markdown to this file")
     args = parser.parse_args()
     if not has_corpus(args.corpus):
@@ -113,6 +126,12 @@ def main() -> None:
         "predicted sd: `containment_sd` at the exact containment:",
         "",
         *error_table(scored, settings),
+        "",
+        f"Embedded pairs at exact containment >= {args.band_threshold} sharing one of scan's "
+        f"{settings.bands} LSH bands of {settings.rows} rows with their original (the candidates today's "
+        "band tables would give a containment check):",
+        "",
+        *band_table(scored, args.band_threshold, settings),
     ]
     flagged = [s for s in scored if s.pair.kind == SAME_GROUP and s.estimate >= 0.5]
     if flagged:

@@ -33,6 +33,11 @@ import numpy.typing as npt
 
 from neardup_core.fingerprint.minhash import DEFAULT_BITS, jaccard
 
+DEFAULT_CONTAINMENT = 0.5
+"""The containment estimate at or above which a page would be called a partial copy of another: the
+default for a future `NEARDUP_CONTAINMENT`, chosen on the labelled corpus pairs
+(bench/results/containment.md): see there for why."""
+
 
 @dataclass(frozen=True, slots=True)
 class ShingleSketch:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_sd
+from neardup_core.fingerprint.minhash import shared_band
 from neardup_core.fingerprint.page import text_sketch
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
-from neardup_core.testing.containment_pairs import ContainmentPair
+from neardup_core.testing.containment_pairs import EMBEDDED, ContainmentPair
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.0))
 """Bands of exact containment; the last includes 1.0."""
@@ -62,6 +63,14 @@ def score(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SET
             continue
         out.append(ScoredPair(pair, containment(a, b)))
     return out
+
+
+def ratio_bucket(ratio: float) -> tuple[float, float]:
+    """The `RATIO_BUCKETS` bucket a size ratio falls in (a ratio under 1 in the first)."""
+    for lo, hi in RATIO_BUCKETS:
+        if ratio < hi:
+            return lo, hi
+    return RATIO_BUCKETS[-1]
 
 
 def band_of(c: float) -> tuple[float, float]:
@@ -133,7 +142,7 @@ def error_rows(scored: Sequence[ScoredPair], settings: CoreSettings = DEFAULT_SE
     out = []
     for lo, hi in RATIO_BUCKETS:
         members = [s for s in scored if (kinds is None or s.pair.kind in kinds)
-                   and (lo <= s.pair.size_ratio < hi or (lo == RATIO_BUCKETS[0][0] and s.pair.size_ratio < lo))]
+                   and ratio_bucket(s.pair.size_ratio) == (lo, hi)]
         if not members:
             out.append(ErrorRow((lo, hi), 0, math.nan, math.nan, math.nan, math.nan))
             continue
@@ -141,4 +150,41 @@ def error_rows(scored: Sequence[ScoredPair], settings: CoreSettings = DEFAULT_SE
         sds = [containment_sd(s.pair.exact, s.pair.shingles_a, s.pair.shingles_b, rows) for s in members]
         out.append(ErrorRow((lo, hi), len(members), float(errors.mean()), float(np.abs(errors).mean()),
                             float(np.quantile(np.abs(errors), 0.9)), float(np.mean(sds))))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BandRow:
+    """How many partial copies (exact containment >= a threshold) of one size-ratio bucket share an
+    LSH band with their original under a band design: what today's band tables would offer a
+    containment check as candidates."""
+
+    bucket: tuple[float, float]
+    pairs: int
+    sharing: int
+
+
+def band_rows(scored: Sequence[ScoredPair], threshold: float, settings: CoreSettings = DEFAULT_SETTINGS
+              ) -> list[BandRow]:
+    """Per size-ratio bucket, the embedded pairs at exact containment >= `threshold` and how many of
+    them share one of the settings' bands (`settings.bands` bands of `settings.rows` rows)."""
+    cache: dict[str, ShingleSketch | None] = {}
+
+    def signature(text: str) -> bytes | None:
+        if text not in cache:
+            cache[text] = text_sketch(text, settings)
+        sketch = cache[text]
+        return None if sketch is None else sketch.signature
+
+    out = []
+    members = [s for s in scored if s.pair.kind == EMBEDDED and s.pair.exact >= threshold]
+    for lo, hi in RATIO_BUCKETS:
+        pairs = sharing = 0
+        for s in members:
+            if ratio_bucket(s.pair.size_ratio) == (lo, hi):
+                a, b = signature(s.pair.a), signature(s.pair.b)
+                pairs += 1
+                sharing += a is not None and b is not None and \
+                    shared_band(a, b, settings.bands, settings.rows) is not None
+        out.append(BandRow((lo, hi), pairs, sharing))
     return out
