@@ -27,6 +27,7 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from neardup_core.extract.main_text import ExtractError, extract
@@ -123,7 +124,7 @@ def exact_pair(kind: str, a: str, b: str, base: str, other: str, settings: CoreS
                            fraction)
 
 
-def embed(b: str, own: list[str], fraction: float, own_ratio: float, rng: random.Random) -> str:
+def embed(b: str, own: Iterable[str], fraction: float, own_ratio: float, rng: random.Random) -> str:
     """A's main text: a contiguous run of `fraction` of B's words, with own-text paragraphs (taken in
     order from `own` until `own_ratio` times the excerpt's words) split around it at a random point."""
     words = b.split()
@@ -200,7 +201,7 @@ def _embedded(articles: list[str], texts: dict[str, _Text], site_of: dict[str, s
             fraction = rng.uniform(lo, hi)
             own_ratio = math.exp(rng.uniform(math.log(OWN_RATIO[0]), math.log(OWN_RATIO[1])))
             order = rng.sample(donors, len(donors))
-            own = [para for donor in order for para in texts[donor].paragraphs]
+            own = chain.from_iterable(texts[donor].paragraphs for donor in order)
             a = embed(b.text, own, fraction, own_ratio, rng)
             pair = exact_pair(EMBEDDED, a, b.text, path, order[0] if order else "", settings, fraction)
             if pair is not None:
