@@ -23,13 +23,16 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR.parent) not in sys.path:  # run as `python bench/x.py` without installing
     sys.path.insert(0, str(BENCH_DIR.parent))
 
+from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT  # noqa: E402
 from neardup_core.settings import CoreSettings  # noqa: E402
 from neardup_core.testing.containment_eval import (  # noqa: E402
     BANDS,
     MARGIN,
+    RATIO_BUCKETS,
     ScoredPair,
     band_rows,
     error_rows,
+    ratio_bucket,
     score,
     threshold_row,
 )
@@ -70,20 +73,33 @@ def error_table(scored: list[ScoredPair], settings: CoreSettings) -> list[str]:
     head = ["|A| / |B|", "pairs", "bias", "mean abs error", "90th pct abs error", "predicted sd"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in error_rows(scored, settings, kinds=frozenset({EMBEDDED})):
-        lo, hi = row.bucket
-        name = f"< {hi:g}" if lo == 1.0 else (f">= {lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}")
-        lines.append(f"| {name} | {row.pairs} | {row.bias:+.3f} | {row.mean_abs:.3f} | {row.p90_abs:.3f} | "
-                     f"{row.predicted_sd:.3f} |")
+        lines.append(f"| {_ratio_name(row.bucket)} | {row.pairs} | {row.bias:+.3f} | {row.mean_abs:.3f} | "
+                     f"{row.p90_abs:.3f} | {row.predicted_sd:.3f} |")
     return lines
+
+
+def ratio_table(scored: list[ScoredPair], t: float) -> list[str]:
+    head = ["|A| / |B|", "pairs", "flagged", "precision", "recall", f"precision ±{MARGIN}", f"recall ±{MARGIN}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for bucket in RATIO_BUCKETS:
+        members = [s for s in scored if ratio_bucket(s.pair.size_ratio) == bucket]
+        row = threshold_row(members, t)
+        flagged = sum(f for f, _ in row.flagged_by_band.values())
+        lines.append(f"| {_ratio_name(bucket)} | {len(members)} | {flagged} | {_pct(row.precision)} | "
+                     f"{_pct(row.recall)} | {_pct(row.margin_precision)} | {_pct(row.margin_recall)} |")
+    return lines
+
+
+def _ratio_name(bucket: tuple[float, float]) -> str:
+    lo, hi = bucket
+    return f"< {hi:g}" if lo == 1.0 else (f">= {lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}")
 
 
 def band_table(scored: list[ScoredPair], threshold: float, settings: CoreSettings) -> list[str]:
     lines = ["| |A| / |B| | pairs | share a band | share |", "|---|---|---|---|"]
     for row in band_rows(scored, threshold, settings):
-        lo, hi = row.bucket
-        name = f"< {hi:g}" if lo == 1.0 else (f">= {lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}")
         share = f"{row.sharing / row.pairs:.2f}" if row.pairs else "n/a"
-        lines.append(f"| {name} | {row.pairs} | {row.sharing} | {share} |")
+        lines.append(f"| {_ratio_name(row.bucket)} | {row.pairs} | {row.sharing} | {share} |")
     return lines
 
 
@@ -121,6 +137,11 @@ def main() -> None:
         f"below t - {MARGIN}, a miss counts only at or above t + {MARGIN}):",
         "",
         *threshold_table(scored, thresholds),
+        "",
+        f"The default threshold (DEFAULT_CONTAINMENT = {DEFAULT_CONTAINMENT}) over all pairs by size ratio "
+        "in distinct shingles:",
+        "",
+        *ratio_table(scored, DEFAULT_CONTAINMENT),
         "",
         "Error of the estimate (estimate - exact) on the embedded pairs, by size ratio in distinct shingles; "
         "predicted sd: `containment_sd` at the exact containment:",

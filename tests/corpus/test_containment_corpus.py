@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT
+from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT, containment_sd
+from neardup_core.settings import CoreSettings
 from neardup_core.testing.containment_eval import MARGIN, ScoredPair, error_rows, score, threshold_row
 from neardup_core.testing.containment_pairs import (
     EMBEDDED,
@@ -65,12 +66,18 @@ def test_the_default_threshold_meets_its_bars(scored: list[ScoredPair]) -> None:
     assert flagged == pairs
 
 
-def test_same_group_flags_are_the_texts_not_the_estimate(scored: list[ScoredPair]) -> None:
-    """Same-template pages flagged are pages whose extracted main texts do share most of their text (kept
-    sidebars, a shared notice): the exact containment is high too; the estimate does not invent them."""
+def test_flagged_negatives_are_shared_text_or_a_predicted_error(scored: list[ScoredPair]) -> None:
+    """A same-template or unrelated pair flagged at the default is either one whose extracted main texts do
+    share that much (kept sidebars, a shared notice: exact containment >= t - 0.1), or an estimate error
+    within 4 predicted standard deviations (a small B beside a large A: on the whole corpus, 6 such pairs
+    of 2,550 at |A| / |B| of 3.3 to 38, bench/results/containment.md)."""
+    rows = CoreSettings().bands * CoreSettings().rows
     for s in scored:
-        if s.pair.kind == SAME_GROUP and s.estimate >= DEFAULT_CONTAINMENT:
-            assert s.pair.exact >= DEFAULT_CONTAINMENT - MARGIN, (s.pair.base, s.pair.other)
+        p = s.pair
+        if p.kind in (SAME_GROUP, UNRELATED) and s.estimate >= DEFAULT_CONTAINMENT \
+                and p.exact < DEFAULT_CONTAINMENT - MARGIN:
+            assert s.error <= 4 * containment_sd(p.exact, p.shingles_a, p.shingles_b, rows), (p.base, p.other)
+            assert p.size_ratio >= 3, (p.base, p.other)
 
 
 def test_the_error_grows_with_the_size_ratio(scored: list[ScoredPair]) -> None:
