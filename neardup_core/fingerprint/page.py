@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
+from neardup_core.fingerprint.containment import ShingleSketch
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
@@ -138,6 +139,18 @@ def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
         return digest, None, None
     signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
     return digest, simhash64(features.hashes, features.weights), signature
+
+
+def text_sketch(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> ShingleSketch | None:
+    """The MinHash signature and the distinct shingle count of a main text, over the shingles
+    `text_fingerprints` signs (so the signature is the one a `Fetch` carries), for a containment
+    estimate (`containment.containment`); None when the text has too few features. The count is not
+    part of `Fetch`: nothing downstream reads it yet."""
+    _, features = _digest_and_features(main_text, settings)
+    if features is None:
+        return None
+    signature = minhash(features.hashes, settings.bands * settings.rows)
+    return None if signature is None else ShingleSketch(signature, len(features))
 
 
 def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str, int | None]:

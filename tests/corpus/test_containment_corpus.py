@@ -1,0 +1,92 @@
+"""The containment estimate on labelled pairs from the real-web corpus (`NEARDUP_CORPUS`, docs/corpus.md).
+
+A seeded sample (60 pages, 40 same-group page pairs, 60 unrelated pairs: a few seconds) of
+`neardup_core.testing.containment_pairs`, judged by `containment_eval`; `bench/bench_containment.py`
+measures the whole corpus (bench/results/containment.md). The floors are this sample's measured values
+rounded down, so a change that makes the estimate or the pairs worse fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT, containment_sd
+from neardup_core.settings import CoreSettings
+from neardup_core.testing.containment_eval import MARGIN, ScoredPair, error_rows, score, threshold_row
+from neardup_core.testing.containment_pairs import (
+    EMBEDDED,
+    SAME_GROUP,
+    UNRELATED,
+    ContainmentSet,
+    build_containment_pairs,
+)
+from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
+
+pytestmark = NEEDS_CORPUS
+
+SAMPLE, SAME_GROUP_PAIRS, UNRELATED_PAIRS = 60, 40, 60
+
+
+@pytest.fixture(scope="module")
+def made() -> ContainmentSet:
+    return build_containment_pairs(CORPUS, sample=SAMPLE, same_group=SAME_GROUP_PAIRS, unrelated=UNRELATED_PAIRS)
+
+
+@pytest.fixture(scope="module")
+def scored(made: ContainmentSet) -> list[ScoredPair]:
+    return score(made.pairs)
+
+
+def test_the_pairs_are_what_they_say(made: ContainmentSet) -> None:
+    """Every article is embedded once per band; the exact containment of an embedded run of f of B's
+    words is at least about f (more when A's own text shares common shingles with B); unrelated pages of
+    other sites share little."""
+    assert made.articles >= 50
+    assert made.count(EMBEDDED) >= 4 * made.articles - 4
+    assert made.count(SAME_GROUP) >= 60
+    assert made.count(UNRELATED) == UNRELATED_PAIRS
+    for pair in made.pairs:
+        if pair.kind == EMBEDDED:
+            assert pair.fraction is not None
+            assert pair.exact >= pair.fraction - 0.05, pair.base
+        elif pair.kind == UNRELATED:
+            assert pair.exact < 0.3, (pair.base, pair.other)
+
+
+def test_the_default_threshold_meets_its_bars(scored: list[ScoredPair]) -> None:
+    row = threshold_row(scored, DEFAULT_CONTAINMENT)
+    assert row.margin_precision >= 0.99  # a flag at exact < t - 0.1: at most 1 in 100
+    assert row.margin_recall >= 0.95  # pairs at exact >= t + 0.1 found
+    assert row.precision >= 0.94
+    assert row.recall >= 0.94
+    assert row.flagged_by_kind[UNRELATED][0] == 0
+    flagged, pairs = row.flagged_by_band[(0.0, 0.3)]
+    assert flagged == 0
+    flagged, pairs = row.flagged_by_band[(0.9, 1.0)]
+    assert flagged == pairs
+
+
+def test_flagged_negatives_are_shared_text_or_a_predicted_error(scored: list[ScoredPair]) -> None:
+    """A same-template or unrelated pair flagged at the default is either one whose extracted main texts do
+    share that much (kept sidebars, a shared notice: exact containment >= t - 0.1), or an estimate error
+    within 4 predicted standard deviations (a small B beside a large A: on the whole corpus, 6 such pairs
+    of 2,550 at |A| / |B| of 3.3 to 38, bench/results/containment.md)."""
+    rows = CoreSettings().bands * CoreSettings().rows
+    for s in scored:
+        p = s.pair
+        if p.kind in (SAME_GROUP, UNRELATED) and s.estimate >= DEFAULT_CONTAINMENT \
+                and p.exact < DEFAULT_CONTAINMENT - MARGIN:
+            assert s.error <= 4 * containment_sd(p.exact, p.shingles_a, p.shingles_b, rows), (p.base, p.other)
+            assert p.size_ratio >= 3, (p.base, p.other)
+
+
+def test_the_error_grows_with_the_size_ratio(scored: list[ScoredPair]) -> None:
+    """The mean absolute error of the estimate on embedded pairs stays within its prediction per size-ratio
+    bucket, and is small where B is at least half of A."""
+    rows = error_rows(scored, kinds=frozenset({EMBEDDED}))
+    assert rows[0].pairs >= 50
+    assert rows[0].mean_abs <= 0.06
+    for row in rows:
+        if row.pairs >= 10:
+            assert row.mean_abs <= row.predicted_sd, row
+            assert abs(row.bias) <= 0.1, row
