@@ -440,6 +440,11 @@ class Cluster:
     def group_lag(self) -> dict[str, int]:
         """`topic:partition` -> messages of the app's input topics the consumer group has not committed,
         for the partitions where that is more than 0 (what a stalled pipeline leaves behind)."""
+        return {tp: high - committed for tp, (committed, high) in self.uncommitted().items()}
+
+    def uncommitted(self) -> dict[str, tuple[int, int]]:
+        """`topic:partition` -> (the group's committed offset, the highwater) of the app's input topics,
+        for the partitions where the highwater is past the committed offset."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
         from confluent_kafka.admin import AdminClient
 
@@ -455,36 +460,38 @@ class Cluster:
 
         consumer = Consumer({**config, "group.id": f"devcluster-{uuid.uuid4()}"})
         try:
-            lag = {}
+            behind = {}
             for tp in tps:
                 _, high = consumer.get_watermark_offsets(tp, timeout=10)
-                behind = high - max(committed.get((tp.topic, tp.partition), 0), 0)
-                if behind > 0:
-                    lag[f"{tp.topic}:{tp.partition}"] = behind
-            return lag
+                done = max(committed.get((tp.topic, tp.partition), 0), 0)
+                if high > done:
+                    behind[f"{tp.topic}:{tp.partition}"] = (done, high)
+            return behind
         finally:
             consumer.close()
 
     def diagnose(self) -> str:
-        """What a stalled cluster looks like from outside: the group's uncommitted input per partition,
-        each worker's assignment, pending pages and reported lag, and (with `py-spy` on PATH) where each
-        worker's threads are."""
+        """What a stalled cluster looks like from outside: first one short line each (the group's
+        uncommitted input per partition; each worker's counts, assignment and reported lag), then the
+        long dumps (each worker's asyncio tasks and, with `py-spy` on PATH, its threads), so a cut log
+        keeps the summary."""
         lines = ["--- diagnosis ---"]
         try:
-            lines.append(f"group lag (uncommitted): {self.group_lag()}")
+            lines.append(f"group lag (committed, highwater): {self.uncommitted()}")
         except Exception as exc:  # a diagnosis must not hide the failure it explains
             lines.append(f"group lag: unavailable ({exc!r})")
-        spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
-        for name, proc in self.workers.items():
+        shown = ("neardup_pages_total", "neardup_pending_pages", "neardup_probes_total",
+                 "neardup_decisions_total", "neardup_reseeks_total", "neardup_stalled_partitions_total")
+        for name in self.workers:
             try:
                 samples = self.metrics(name)
                 lag = {k: v for k, v in samples.items() if k.startswith("neardup_consumer_lag{") and v}
-                shown = ("neardup_pages_total", "neardup_pending_pages", "neardup_probes_total",
-                         "neardup_decisions_total", "neardup_reseeks_total", "neardup_stalled_partitions_total")
                 counts = {k: v for k, v in samples.items() if k.split("{", 1)[0] in shown}
                 lines.append(f"worker {name}: {counts}; assigned {sorted(self.assignment(name) or [])}; lag {lag}")
             except OSError as exc:
                 lines.append(f"worker {name}: no metrics ({exc!r})")
+        spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+        for name, proc in self.workers.items():
             with contextlib.suppress(OSError):
                 tasks = self._get(name, "/debug/tasks", 10).decode()
                 lines.append(f"asyncio tasks of worker {name}:\n{tasks[-20000:]}")
@@ -493,7 +500,6 @@ class Cluster:
                                       text=True, timeout=60, check=False)
                 lines.append(f"py-spy dump of worker {name}:\n{dump.stdout[-12000:]}{dump.stderr[-1000:]}")
         return "\n".join(lines)
-
 
     def _get(self, name: str, path: str, timeout_s: float) -> bytes:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[name]}{path}", timeout=timeout_s) as resp:
