@@ -26,15 +26,16 @@ if str(BENCH_DIR.parent) not in sys.path:  # run as `python bench/x.py` without 
 from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT  # noqa: E402
 from neardup_core.settings import CoreSettings  # noqa: E402
 from neardup_core.testing.containment_eval import (  # noqa: E402
-    BANDS,
     MARGIN,
     RATIO_BUCKETS,
+    THRESHOLDS,
     ScoredPair,
     band_rows,
     error_rows,
     ratio_bucket,
     score,
     threshold_row,
+    threshold_table,
 )
 from neardup_core.testing.containment_pairs import (  # noqa: E402
     EMBEDDED,
@@ -44,29 +45,14 @@ from neardup_core.testing.containment_pairs import (  # noqa: E402
 )
 from neardup_core.testing.corpus import corpus_dir, has_corpus  # noqa: E402
 
-DEFAULT_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-
 
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.3f}"
 
 
-def _band(lo: float, hi: float) -> str:
-    return f"{lo:.1f}-{hi:.1f}"
-
-
-def threshold_table(scored: list[ScoredPair], thresholds: tuple[float, ...]) -> list[str]:
-    head = ["t", *(f"exact {_band(lo, hi)}" for lo, hi in BANDS), "same-group", "unrelated",
-            "precision", "recall", f"precision ±{MARGIN}", f"recall ±{MARGIN}"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for t in thresholds:
-        row = threshold_row(scored, t)
-        cells = [f"{t:.2f}"]
-        cells += [f"{f}/{n}" for f, n in (row.flagged_by_band[band] for band in BANDS)]
-        cells += [f"{f}/{n}" for f, n in (row.flagged_by_kind.get(kind, (0, 0)) for kind in (SAME_GROUP, UNRELATED))]
-        cells += [_pct(row.precision), _pct(row.recall), _pct(row.margin_precision), _pct(row.margin_recall)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+def threshold_lines(scored: list[ScoredPair], thresholds: tuple[float, ...]) -> list[str]:
+    head, rows = threshold_table([threshold_row(scored, t) for t in thresholds])
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
 def error_table(scored: list[ScoredPair], settings: CoreSettings) -> list[str]:
@@ -110,7 +96,7 @@ def main() -> None:
     parser.add_argument("--same-group", type=int, default=None, help="same-group page pairs (default: all)")
     parser.add_argument("--unrelated", type=int, default=1000, help="unrelated article pairs")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--thresholds", default=",".join(map(str, DEFAULT_THRESHOLDS)))
+    parser.add_argument("--thresholds", default=",".join(map(str, THRESHOLDS)))
     parser.add_argument("--band-threshold", type=float, default=0.5,
                         help="exact containment of the pairs in the band table")
     parser.add_argument("--write", type=Path, default=None, help="also write the markdown to this file")
@@ -136,7 +122,7 @@ def main() -> None:
         f"precision and recall against exact >= t, and with a margin of {MARGIN} (a flag is wrong only "
         f"below t - {MARGIN}, a miss counts only at or above t + {MARGIN}):",
         "",
-        *threshold_table(scored, thresholds),
+        *threshold_lines(scored, thresholds),
         "",
         f"The default threshold (DEFAULT_CONTAINMENT = {DEFAULT_CONTAINMENT}) over all pairs by size ratio "
         "in distinct shingles:",

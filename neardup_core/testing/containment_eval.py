@@ -26,13 +26,20 @@ from neardup_core.fingerprint.containment import ShingleSketch, containment, con
 from neardup_core.fingerprint.minhash import shared_band
 from neardup_core.fingerprint.page import text_sketch
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
-from neardup_core.testing.containment_pairs import EMBEDDED, ContainmentPair
+from neardup_core.testing.containment_pairs import EMBEDDED, SAME_GROUP, UNRELATED, ContainmentPair
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.0))
 """Bands of exact containment; the last includes 1.0."""
 RATIO_BUCKETS = ((1.0, 2.0), (2.0, 4.0), (4.0, 8.0), (8.0, math.inf))
 """Buckets of |A| / |B| for the error table (a ratio under 1 goes to the first)."""
 MARGIN = 0.1
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+"""The thresholds `neardup tune` and the bench score."""
+MIN_FLAG_PRECISION = 0.99
+"""A recommended threshold's flags must hold at least t - MARGIN of B this often (precision ±MARGIN)."""
+MAX_TEMPLATE_FLAGS = 0.02
+"""... and flag at most this share of the pairs of different pages of one site (same-group pairs): a
+templated site must not read as copying itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,3 +195,42 @@ def band_rows(scored: Sequence[ScoredPair], threshold: float, settings: CoreSett
                     shared_band(a, b, settings.bands, settings.rows) is not None
         out.append(BandRow((lo, hi), pairs, sharing))
     return out
+
+
+def template_flag_share(row: ThresholdRow) -> float:
+    """The share of same-group (different pages of one template group) pairs a threshold flags."""
+    flagged, pairs = row.flagged_by_kind.get(SAME_GROUP, (0, 0))
+    return _ratio(flagged, pairs)
+
+
+def recommend_threshold(rows: Sequence[ThresholdRow], min_precision: float = MIN_FLAG_PRECISION,
+                        max_template_flags: float = MAX_TEMPLATE_FLAGS) -> ThresholdRow | None:
+    """The lowest threshold (the most partial copies found) whose flags hold at least t - MARGIN of B
+    `min_precision` of the time and that flags at most `max_template_flags` of the same-group pairs; None
+    when no threshold does. A threshold that cannot be measured (no flags, no same-group pairs) is not
+    recommended."""
+    def fits(row: ThresholdRow) -> bool:
+        share = template_flag_share(row)
+        return (not math.isnan(row.margin_precision) and row.margin_precision >= min_precision
+                and not math.isnan(share) and share <= max_template_flags)
+
+    return next((row for row in sorted(rows, key=lambda r: r.threshold) if fits(row)), None)
+
+
+def _cell(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def threshold_table(rows: Sequence[ThresholdRow]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the per-threshold table the bench and `neardup tune` print: pairs flagged per
+    band of exact containment and per negative kind, precision and recall strict and with MARGIN."""
+    header = ["t", *(f"exact {lo:.1f}-{hi:.1f}" for lo, hi in BANDS), "same-group", "unrelated",
+              "precision", "recall", f"precision ±{MARGIN}", f"recall ±{MARGIN}"]
+    out = []
+    for row in rows:
+        cells = [f"{row.threshold:.2f}"]
+        cells += [f"{f}/{n}" for f, n in (row.flagged_by_band[band] for band in BANDS)]
+        cells += [f"{f}/{n}" for f, n in (row.flagged_by_kind.get(kind, (0, 0)) for kind in (SAME_GROUP, UNRELATED))]
+        cells += [_cell(row.precision), _cell(row.recall), _cell(row.margin_precision), _cell(row.margin_recall)]
+        out.append(cells)
+    return header, out

@@ -241,8 +241,11 @@ def read_pairs(path: Path) -> list[dict[str, Any]]:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            row = orjson.loads(line)
-            if "duplicate" not in row:
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+            if not isinstance(row, dict) or not {"a", "b", "duplicate"} <= row.keys():
                 raise ValueError(f"{path}:{n}: a labelled pair needs 'a', 'b' and 'duplicate'")
             out.append(row)
     return out

@@ -248,12 +248,20 @@ def tune(
         "--sample", exists=True, dir_okay=False,
         help="a sample of your crawl (JSONL or WARC): scanned on a temporary state to estimate the duplicate "
              "rate")] = None,
+    containment_corpus: Annotated[Path | None, typer.Option(
+        "--containment-corpus", exists=True, file_okay=False,
+        help="a corpus folder (pages and MANIFEST.jsonl): score the partial-copy threshold on pairs built from "
+             "it and recommend NEARDUP_CONTAINMENT")] = None,
+    containment_sample: Annotated[int | None, typer.Option(
+        "--containment-sample", min=1, help="corpus pages to embed into others (default: all)")] = None,
 ) -> None:
     """Precision, recall and F1 on labelled pairs for SimHash (per k), MinHash (per bands x rows and J)
     and both, and the recommended setting; with the two costs and a duplicate rate (given or estimated
     from a sample), the expected lost pages, duplicate entries and cost of every setting, and the
-    cheapest one beside the default."""
+    cheapest one beside the default; with a corpus, the partial-copy (containment) threshold too."""
+    from neardup_core.testing.corpus import MANIFEST, has_corpus
     from neardup_core.testing.cost import CostError, CostModel
+    from neardup_core.testing.evaluate import read_pairs
     from streams.cli.tune import estimate_duplicate_rate, run_tune
 
     def usage(message: str) -> typer.Exit:
@@ -261,6 +269,16 @@ def tune(
         return typer.Exit(2)
 
     settings = load()
+    try:
+        read_pairs(pairs)
+    except ValueError as exc:
+        raise usage(f"{exc} (one JSON object per line: {{\"a\": ..., \"b\": ..., \"duplicate\": true or false}}, "
+                    "a and b file paths relative to the pairs file or inline texts; docs/EVALUATION.md)") from None
+    if containment_corpus is not None and not has_corpus(containment_corpus):
+        raise usage(f"--containment-corpus {containment_corpus} has no {MANIFEST}: give a corpus folder (its pages "
+                    "and their manifest)")
+    if containment_sample is not None and containment_corpus is None:
+        raise usage("--containment-sample needs --containment-corpus")
     costs = (cost_lost_page, cost_duplicate_entry)
     cost = None
     rate_source = "given"
@@ -286,7 +304,8 @@ def tune(
                 message = message.replace(field, "--" + field.replace("_", "-"))
             raise usage(message) from None
     run_tune(pairs, plot=plot, max_k=max_k, settings=settings, min_precision=min_precision, report=report,
-             cost=cost, rate_source=rate_source)
+             cost=cost, rate_source=rate_source, containment_corpus=containment_corpus,
+             containment_sample=containment_sample)
 
 
 @app.command()

@@ -31,6 +31,7 @@ from neardup_core.testing.evaluate import (
     score_per_k,
     sweep,
 )
+from streams.cli.tune_containment import ContainmentTune, markdown_containment, run_containment
 from streams.settings import Settings
 
 BAND_DESIGNS = ((8, 4), (12, 4), (16, 2), (16, 3), (16, 4), (20, 4), (24, 4), (32, 3), (32, 4), (20, 5))
@@ -65,6 +66,7 @@ class TuneResult:
     by_kind: dict[str, dict[str, tuple[int, int]]]
     """kind -> {"simhash k=..." / "recommended": (found, pairs)}."""
     cost: CostResult | None = None
+    containment: ContainmentTune | None = None
 
 
 def signature_settings(core: CoreSettings, band_designs: tuple[tuple[int, int], ...]) -> CoreSettings:
@@ -119,9 +121,11 @@ def cheapest_best(scores: list[SweepScore], min_precision: float, expected_pages
 
 def run_tune(pairs_path: Path, *, plot: Path | None, max_k: int, settings: Settings,
              min_precision: float = MIN_PRECISION, report: Path | None = None, cost: CostModel | None = None,
-             rate_source: str = "given") -> TuneResult:
+             rate_source: str = "given", containment_corpus: Path | None = None,
+             containment_sample: int | None = None) -> TuneResult:
     """Scores every setting on the labelled pairs, prints the tables and the recommendation (with
-    `cost`: the setting of least expected cost at precision >= `min_precision`), writes the plot and
+    `cost`: the setting of least expected cost at precision >= `min_precision`; with
+    `containment_corpus`: the containment thresholds on pairs built from it), writes the plots and
     the Markdown report when asked."""
     console = Console(width=max(Console().width, 160))
     core = signature_settings(settings.core, BAND_DESIGNS)
@@ -181,13 +185,18 @@ def run_tune(pairs_path: Path, *, plot: Path | None, max_k: int, settings: Setti
     if plot is not None:
         write_plot(per_k, swept, best, plot, costed)
         console.print(f"plot written to {plot}")
+    contained = None
+    if containment_corpus is not None:
+        contained = run_containment(containment_corpus, settings.core, console, plot=plot, sample=containment_sample)
     if report is not None:
         text = markdown_report(per_k, swept, best, by_kind, min_precision, settings.expected_pages, max_k)
         if costed is not None:
             text = markdown_costs(costed, min_precision, settings.expected_pages) + "\n" + text
+        if contained is not None:
+            text += "\n" + markdown_containment(contained)
         report.write_text(text)
         console.print(f"tables written to {report}")
-    return TuneResult(per_k, swept, best, by_kind, costed)
+    return TuneResult(per_k, swept, best, by_kind, costed, contained)
 
 
 def model_line(c: CostResult) -> str:

@@ -8,11 +8,22 @@ rounded down, so a change that makes the estimate or the pairs worse fails here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT, containment_sd
 from neardup_core.settings import CoreSettings
-from neardup_core.testing.containment_eval import MARGIN, ScoredPair, error_rows, score, threshold_row
+from neardup_core.testing.containment_eval import (
+    MARGIN,
+    MAX_TEMPLATE_FLAGS,
+    MIN_FLAG_PRECISION,
+    THRESHOLDS,
+    ScoredPair,
+    error_rows,
+    score,
+    threshold_row,
+)
 from neardup_core.testing.containment_pairs import (
     EMBEDDED,
     SAME_GROUP,
@@ -21,6 +32,7 @@ from neardup_core.testing.containment_pairs import (
     build_containment_pairs,
 )
 from tests.corpus.corpus import CORPUS, NEEDS_CORPUS
+from tests.functional.test_tune_cost import run, text_pairs
 
 pytestmark = NEEDS_CORPUS
 
@@ -90,3 +102,30 @@ def test_the_error_grows_with_the_size_ratio(scored: list[ScoredPair]) -> None:
         if row.pairs >= 10:
             assert row.mean_abs <= row.predicted_sd, row
             assert abs(row.bias) <= 0.1, row
+
+
+def test_tune_prints_reports_and_plots_the_containment_threshold(tmp_path: Path) -> None:
+    """`neardup tune --containment-corpus` on the whole corpus: the threshold table, the recommendation
+    (the lowest threshold that meets both floors on the pairs it printed: the default) and its plot,
+    beside the duplicate tables."""
+    pairs = tmp_path / "pairs.jsonl"
+    text_pairs(pairs)
+    report, plot = tmp_path / "tune.md", tmp_path / "tune.png"
+    result = run(["--pairs", str(pairs), "--containment-corpus", str(CORPUS), "--report", str(report), "--plot",
+                  str(plot), "--max-k", "4"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert f"containment recommended: t = {DEFAULT_CONTAINMENT:.2f}" in out
+    assert f"set NEARDUP_CONTAINMENT={DEFAULT_CONTAINMENT:.2f}" in out
+    text = report.read_text()
+    section = text[text.index("### partial copies: containment per threshold"):]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| 0.")]
+    assert [float(r[0]) for r in rows] == sorted({*THRESHOLDS, DEFAULT_CONTAINMENT})
+
+    def meets(row: list[str]) -> bool:
+        flagged, same_site = (int(x) for x in row[6].split("/"))
+        return float(row[-2]) >= MIN_FLAG_PRECISION and flagged <= MAX_TEMPLATE_FLAGS * same_site
+
+    assert [float(r[0]) for r in rows if meets(r)][0] == DEFAULT_CONTAINMENT
+    assert plot.with_name("tune-containment.png").stat().st_size > 10_000

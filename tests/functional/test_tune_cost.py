@@ -94,10 +94,29 @@ def test_tune_with_costs_and_a_sample_prints_and_reports_the_cheapest_setting(tm
      "--duplicate-rate must be a number from 0 to 1, not 1.5"),
     (["--cost-lost-page", "-2", "--cost-duplicate-entry", "1", "--duplicate-rate", "0.2"],
      "--cost-lost-page must be a finite number >= 0, not -2.0"),
+    (["--containment-corpus", "."], "--containment-corpus . has no MANIFEST.jsonl: give a corpus folder (its pages "
+                                    "and their manifest)"),
+    (["--containment-sample", "5"], "--containment-sample needs --containment-corpus"),
 ])
-def test_bad_cost_flags_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_cost_or_containment_flags_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"a": {"text": "x"}, "b": {"text": "y"}, "duplicate": true}\n')
     result = run(["--pairs", str(pairs), *args], tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [f"neardup tune: {message}"]
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ('{"a": "x.html", "b": "y.html", "relation": "exact-duplicate"}', "a labelled pair needs 'a', 'b' and 'duplicate'"),
+    ('{"a": "x.html", "duplicate": true}', "a labelled pair needs 'a', 'b' and 'duplicate'"),
+    ("[1, 2]", "a labelled pair needs 'a', 'b' and 'duplicate'"),
+    ("{not json", "not JSON"),
+])
+def test_a_pairs_file_of_another_shape_is_refused_with_its_line(tmp_path: Path, line: str, says: str) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(f'{{"a": {{"text": "x"}}, "b": {{"text": "y"}}, "duplicate": true}}\n{line}\n')
+    result = run(["--pairs", str(pairs)], tmp_path)
+    assert result.returncode == 2, result.stderr
+    [message] = result.stderr.strip().splitlines()
+    assert message.startswith(f"neardup tune: {pairs}:2: {says}"), message
+    assert "Traceback" not in result.stderr

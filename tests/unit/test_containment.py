@@ -8,6 +8,8 @@ estimate's binomial variance), which grow with |A| / |B|.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,8 @@ from neardup_core.fingerprint.features import token_features, tokens
 from neardup_core.fingerprint.minhash import exact_jaccard, jaccard, minhash
 from neardup_core.fingerprint.page import text_fingerprints, text_sketch
 from neardup_core.settings import CoreSettings
+from neardup_core.testing.containment_eval import BANDS, ThresholdRow, recommend_threshold, template_flag_share
+from neardup_core.testing.containment_pairs import SAME_GROUP
 
 ROWS = CoreSettings().bands * CoreSettings().rows  # 80: the signature scan makes
 
@@ -132,3 +136,26 @@ def test_text_sketch_is_the_fetch_signature_with_the_shingle_count() -> None:
     assert sketch.signature == text_fingerprints(text, settings)[2]
     assert sketch.shingles == len(token_features(tokens(text), settings.shingle_size))
     assert text_sketch("too short", settings) is None
+
+
+def _row(t: float, margin_precision: float, template: tuple[int, int]) -> ThresholdRow:
+    bands = {band: (0, 0) for band in BANDS}
+    return ThresholdRow(t, bands, {SAME_GROUP: template}, 0.9, 0.9, margin_precision, 0.9)
+
+
+def test_the_recommended_threshold_is_the_lowest_within_both_floors() -> None:
+    rows = [_row(0.5, 0.992, (18, 1550)), _row(0.3, 0.995, (81, 1550)), _row(0.4, 0.993, (34, 1550)),
+            _row(0.6, 0.98, (8, 1550))]
+    chosen = recommend_threshold(rows)
+    assert chosen is not None and chosen.threshold == 0.5  # 0.3 and 0.4 flag 5.2% and 2.2% of same-site pairs
+    looser = recommend_threshold(rows, max_template_flags=0.03)
+    assert looser is not None and looser.threshold == 0.4
+    any_site = recommend_threshold(rows, min_precision=0.994, max_template_flags=1.0)
+    assert any_site is not None and any_site.threshold == 0.3
+    assert recommend_threshold(rows, min_precision=0.999) is None
+
+
+def test_a_threshold_without_flags_or_same_site_pairs_is_not_recommended() -> None:
+    assert recommend_threshold([_row(0.9, math.nan, (0, 10))]) is None
+    assert recommend_threshold([_row(0.5, 0.995, (0, 0))]) is None
+    assert template_flag_share(_row(0.5, 0.995, (3, 12))) == 0.25
