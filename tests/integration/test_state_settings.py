@@ -45,13 +45,13 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     events = generate_crawl(seed=21)
     third = len(events) // 3
     first, later, last = events[:third], events[third: 2 * third], events[2 * third:]
-    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75
+    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75-p48-c50
     pipeline.wait_balanced(["a"])
     pipeline.publish(first)
     pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in first}))
 
     other = Cluster(kafka_bootstrap, pipeline.prefix, pipeline.workdir,
-                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75
+                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75-p48-c50
     try:
         returncode = other.start_worker("b").wait(timeout=180)
     finally:
@@ -60,11 +60,11 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     assert returncode == 2, log
     refusals = [line for line in log.splitlines() if line.startswith("neardup worker: refusing to start")]
     assert len(refusals) == 1, log
-    assert ("the table design is k3-b5-t10-l20x4-j75 in the state, k3-b4-t4-l20x4-j75 here "
+    assert ("the table design is k3-b5-t10-l20x4-j75-p48-c50 in the state, k3-b4-t4-l20x4-j75-p48-c50 here "
             "(NEARDUP_EXPECTED_PAGES 1000000 there, 1000 here)") in refusals[0], refusals[0]
     assert "NEARDUP_APP_ID" in refusals[0]
     topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=20).topics
-    assert f"{pipeline.app_id}-index-k3-b4-t4-l20x4-j75-changelog" not in topics, "the refused worker made none"
+    assert f"{pipeline.app_id}-index-k3-b4-t4-l20x4-j75-p48-c50-changelog" not in topics, "the refused worker made none"
     assert len(settings_records(kafka_bootstrap, pipeline.app_id)) == 1, "only the first worker recorded"
 
     pipeline.check_alive()
@@ -116,13 +116,13 @@ def test_an_index_from_before_the_record_keeps_its_design(kafka_bootstrap: str, 
     from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
-    old = f"{unique_prefix}-index-k3-b5-t10-l20x4-j75-changelog"
+    old = f"{unique_prefix}-index-k3-b5-t10-l20x4-j75-p48-c50-changelog"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     admin.create_topics([NewTopic(old, 2, 1, config={"cleanup.policy": "compact"})])[old].result(timeout=60)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     producer.produce(old, key=b"k", value=b"v", partition=1)
     assert producer.flush(30) == 0
-    with pytest.raises(StateSettingsDiffer, match=r"holds an index of table design k3-b5-t10-l20x4-j75 "
+    with pytest.raises(StateSettingsDiffer, match=r"holds an index of table design k3-b5-t10-l20x4-j75-p48-c50 "
                                                   r"\(.*, 1 records\) and no recorded settings"):
         check_state_settings(Settings(broker=kafka_bootstrap, app_id=unique_prefix, expected_pages=1000))
     check_state_settings(Settings(broker=kafka_bootstrap, app_id=unique_prefix))  # the design of that index

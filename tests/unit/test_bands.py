@@ -26,7 +26,7 @@ def test_design_names_with_bands() -> None:
     assert design.name == "k3-b5-t10-l16x4-j60"
     assert design_named(design.name) == design
     assert design_named("k3-b5") == TableDesign(3, 5)
-    assert CoreSettings(minhash=True, bands=8, rows=5, jaccard=0.7).design.name == "k3-b5-t10-l8x5-j70"
+    assert CoreSettings(minhash=True, bands=8, rows=5, jaccard=0.7).design.name == "k3-b5-t10-l8x5-j70-p48-c50"
     assert CoreSettings(minhash=False).design.lsh is None
     with pytest.raises(SettingError):
         CoreSettings(minhash=True, tables="k3-b5-t10-l8x5-j70")  # the name says other bands than the settings

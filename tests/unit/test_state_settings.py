@@ -30,13 +30,14 @@ def line(state: Settings, own: Settings) -> str | None:
 
 
 @pytest.mark.parametrize(("changed", "named"), [
-    ({"k": 4}, "the table design is k3-b5-t10-l20x4-j75 in the state, k4-b6-t15-l20x4-j75 here"),
+    ({"k": 4}, "the table design is k3-b5-t10-l20x4-j75-p48-c50 in the state, k4-b6-t15-l20x4-j75-p48-c50 here"),
     ({"expected_pages": 1000}, "NEARDUP_EXPECTED_PAGES 1000000 there, 1000 here"),
     ({"tables": "k3-b6"}, "NEARDUP_TABLES auto there, k3-b6 here"),
     ({"minhash": False}, "NEARDUP_MINHASH True there, False here"),
     ({"bands": 16}, "NEARDUP_BANDS 20 there, 16 here"),
     ({"rows": 5}, "NEARDUP_ROWS 4 there, 5 here"),
     ({"jaccard": 0.8}, "NEARDUP_JACCARD 0.75 there, 0.8 here"),
+    ({"containment": 0.6}, "NEARDUP_CONTAINMENT 0.5 there, 0.6 here"),
     ({"shingle_size": 3}, "NEARDUP_SHINGLE_SIZE is 2 in the state, 3 here"),
     ({"min_features": 4}, "NEARDUP_MIN_FEATURES is 8 in the state, 4 here"),
 ])
