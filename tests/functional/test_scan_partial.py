@@ -1,0 +1,70 @@
+"""`neardup scan` on constructed pages: a blog post that embeds a whole news article between paragraphs of
+its own commentary names the article in `partial_of`, stays `unique`, and says the same whether the
+article is fetched before or after it."""
+
+from __future__ import annotations
+
+import random
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from neardup_core.testing.synthetic import _Prose
+from tests.functional.test_scan import scan, write
+
+T0 = 1_700_000_000_000
+ARTICLE = "https://news.example/2026/rail-line-reopens"
+BLOG = "https://blog.example/posts/what-the-rail-line-means"
+OTHER = "https://other.example/markets/week"
+MIRROR = "https://mirror.example/copies/2026/rail-line-reopens"
+
+
+def html(title: str, paragraphs: list[str]) -> str:
+    body = "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+    return f"<!DOCTYPE html><html lang=\"en\"><head><title>{escape(title)}</title></head><body><main>" \
+           f"<h1>{escape(title)}</h1>{body}</main></body></html>"
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[str, dict]:
+    article = _Prose(random.Random(1), "climate").paragraphs(300)
+    commentary = _Prose(random.Random(2), "space").paragraphs(500)
+    half = len(commentary) // 2
+    blog = commentary[:half] + article + commentary[half:]
+    other = _Prose(random.Random(3), "markets").paragraphs(300)
+    return {
+        ARTICLE: {"url": ARTICLE, "body": html("Rail line reopens", article), "content_type": "text/html"},
+        BLOG: {"url": BLOG, "body": html("What the rail line means", blog), "content_type": "text/html"},
+        OTHER: {"url": OTHER, "body": html("Markets this week", other), "content_type": "text/html"},
+        MIRROR: {"url": MIRROR, "body": html("Rail line reopens", article) + "<!-- mirror -->",
+                 "content_type": "text/html"},
+    }
+
+
+def run(tmp: Path, name: str, pages: dict[str, dict], order: list[str]) -> dict[str, dict]:
+    events = [{**pages[url], "fetched_at": T0 + i * 1000} for i, url in enumerate(order)]
+    decisions, _, _ = scan(tmp, name, write(tmp / f"{name}.in.jsonl", events))
+    return decisions
+
+
+def test_an_embedded_article_is_named_whether_it_comes_before_or_after(pages: dict[str, dict],
+                                                                       tmp_path: Path) -> None:
+    before = run(tmp_path, "before", pages, [ARTICLE, OTHER, BLOG])
+    after = run(tmp_path, "after", pages, [BLOG, OTHER, ARTICLE])
+    for decisions in (before, after):
+        blog = decisions[BLOG]
+        assert blog["verdict"] == "unique" and blog["duplicate_of"] is None  # a partial copy is no duplicate
+        assert [p["url"] for p in blog["partial_of"]] == [ARTICLE]
+        assert blog["partial_of"][0]["containment"] >= 0.8
+        assert decisions[ARTICLE]["partial_of"] == [] and decisions[OTHER]["partial_of"] == []
+    assert before[BLOG]["partial_of"] == after[BLOG]["partial_of"]
+    assert after[BLOG]["revision"] == 2  # decided alone first, then revised when the article arrived
+
+
+def test_the_best_ranked_copy_of_the_article_is_named_and_exact_copies_name_nothing(pages: dict[str, dict],
+                                                                                    tmp_path: Path) -> None:
+    decisions = run(tmp_path, "mirror", pages, [BLOG, MIRROR, ARTICLE])
+    assert decisions[MIRROR]["verdict"] == "exact_duplicate"  # same main text, ranked after the article
+    assert [p["url"] for p in decisions[BLOG]["partial_of"]] == [ARTICLE]  # its text's best-ranked page
+    assert decisions[MIRROR]["partial_of"] == []
