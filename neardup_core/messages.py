@@ -61,6 +61,11 @@ class Decision:
     decimals), highest containment first, at most three; empty when none, and for exact duplicates
     (their canonical has the same text). It never changes the verdict."""
 
+    def __hash__(self) -> int:
+        """Over the fields but `partial_of` (a list of dicts, as JSON gives it back): equal decisions hash
+        equal, so they can be set members and dict keys (equal ones published once)."""
+        return hash((self.url, self.verdict, self.duplicate_of, self.revision, self.complete, self.decided_at))
+
     def to_json(self) -> bytes:
         """The message as its topic carries it: a JSON object of the fields."""
         return orjson.dumps(self)  # orjson writes dataclasses as asdict would, without the copy

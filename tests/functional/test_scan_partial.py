@@ -9,8 +9,13 @@ from html import escape
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from neardup_core.dedup.explain import explain
+from neardup_core.ingest.lookup import load_page
+from neardup_core.settings import CoreSettings
 from neardup_core.testing.synthetic import _Prose
+from streams.cli.explain import render
 from tests.functional.test_scan import scan, write
 
 T0 = 1_700_000_000_000
@@ -68,3 +73,22 @@ def test_the_best_ranked_copy_of_the_article_is_named_and_exact_copies_name_noth
     assert decisions[MIRROR]["verdict"] == "exact_duplicate"  # same main text, ranked after the article
     assert [p["url"] for p in decisions[BLOG]["partial_of"]] == [ARTICLE]  # its text's best-ranked page
     assert decisions[MIRROR]["partial_of"] == []
+
+
+def test_explain_shows_each_pages_containment_in_the_other_and_who_names_whom(pages: dict[str, dict],
+                                                                             tmp_path: Path) -> None:
+    path = write(tmp_path / "pair.in.jsonl", [{**pages[url], "fetched_at": T0} for url in (BLOG, ARTICLE)])
+    result = explain(load_page(f"{path}#{BLOG}", now_ms=T0), load_page(f"{path}#{ARTICLE}", now_ms=T0),
+                     CoreSettings())
+    c = result.containment
+    assert c is not None
+    assert c.holder == "A" and c.names == "A"  # the blog post holds the article and names it
+    assert c.exact_b_in_a is not None and c.exact_b_in_a >= 0.95 and abs(c.b_in_a - c.exact_b_in_a) < 0.2
+    assert c.exact_a_in_b is not None and c.exact_a_in_b < 0.7 and abs(c.a_in_b - c.exact_a_in_b) < 0.1
+    assert c.shingles_a > c.shingles_b and c.shared_bands and c.threshold == 0.5
+    decisions, _, _ = scan(tmp_path, "pair", path)
+    assert decisions[BLOG]["partial_of"][0]["containment"] == round(c.b_in_a, 4)  # what scan said
+    console = Console(record=True, width=400, color_system=None)
+    render(result, console)
+    text = console.export_text()
+    assert "Containment: B in A" in text and "A's partial_of names B" in text

@@ -82,6 +82,7 @@ def final(engine: Engine, fetches: list[Fetch]) -> dict[str, Decision]:
         for d, _ in engine.decide(f, now_ms=T0):
             before = last.get(d.url)
             assert before is None or d.revision > before.revision or d == before
+            assert d in {d}  # hashable with its partial_of (the stream publishes equal decisions once)
             last[d.url] = d
     return last
 
