@@ -140,6 +140,9 @@ class HostSignal:
     """Why it was sent, in words: a threshold crossed, a window closed, settled, end of input."""
     revision: int = 0
     """The host's signal number, from 1; a signal sent again keeps its number (keep the highest)."""
+    partial_copies: int = 0
+    """Of the pages counted, those whose `partial_of` names a page of another site: partial copies of other
+    hosts' pages (a host made mostly of them is a scraper; they raise no trap penalty)."""
 
     def to_json(self) -> bytes:
         """The message as its topic carries it: a JSON object of the fields."""

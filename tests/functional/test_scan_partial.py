@@ -12,10 +12,14 @@ import pytest
 from rich.console import Console
 
 from neardup_core.dedup.explain import explain
+from neardup_core.hosts.statistics import apply_decision, signal_for
 from neardup_core.ingest.lookup import load_page
+from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.synthetic import _Prose
 from streams.cli.explain import render
+from streams.cli.scan import run_scan
+from streams.settings import Settings
 from tests.functional.test_scan import scan, write
 
 T0 = 1_700_000_000_000
@@ -65,6 +69,9 @@ def test_an_embedded_article_is_named_whether_it_comes_before_or_after(pages: di
         assert decisions[ARTICLE]["partial_of"] == [] and decisions[OTHER]["partial_of"] == []
     assert before[BLOG]["partial_of"] == after[BLOG]["partial_of"]
     assert after[BLOG]["revision"] == 2  # decided alone first, then revised when the article arrived
+    summary = run_scan(Settings(), [tmp_path / "after.in.jsonl"], state=tmp_path / "again.state",
+                       out=tmp_path / "again.jsonl", progress=False)
+    assert summary.partial_copies == 1  # the scan summary counts the blog post
 
 
 def test_the_best_ranked_copy_of_the_article_is_named_and_exact_copies_name_nothing(pages: dict[str, dict],
@@ -92,3 +99,20 @@ def test_explain_shows_each_pages_containment_in_the_other_and_who_names_whom(pa
     render(result, console)
     text = console.export_text()
     assert "Containment: B in A" in text and "A's partial_of names B" in text
+
+
+def test_host_signals_count_partial_copies_of_other_hosts_pages() -> None:
+    base = dict(duplicate_of=None, distance=None, simhash=None, text_sha256=None, body_sha256=None, reason="r",
+                complete=True, fetched_at="2026-12-05T10:00:00Z", decided_at="2026-12-05T10:00:00Z")
+    alone = Decision(url=BLOG, host="blog.example", verdict="unique", revision=1, **base)
+    revised = Decision(url=BLOG, host="blog.example", verdict="unique", revision=2,
+                       partial_of=[{"url": ARTICLE, "containment": 0.97}], **base)
+    own = Decision(url="https://blog.example/posts/2", host="blog.example", verdict="unique", revision=1,
+                   partial_of=[{"url": "https://www.blog.example/posts/1", "containment": 0.9}], **base)
+    state = apply_decision(None, None, alone)
+    assert state.partial_copies == 0
+    state = apply_decision(state, alone, revised)  # the article arrived: the post moves to the partial copies
+    assert state.partial_copies == 1 and state.pages == 1
+    state = apply_decision(state, None, own)  # a copy of the same site's page is not counted
+    assert state.partial_copies == 1 and state.pages == 2
+    assert signal_for(state).partial_copies == 1
