@@ -29,11 +29,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.containment import (
     MAX_SIZE_CLASSES,
     containment_from_jaccard,
-    minimum_of,
     pooled_jaccard,
     size_class,
 )
@@ -113,10 +114,10 @@ def shared_minimum(a: PageVersion, b: PageVersion, bands: int) -> int | None:
         return None
     if abs(size_class(a.shingles) - size_class(b.shingles)) > MAX_SIZE_CLASSES:
         return None
-    for band in range(min(bands, len(a.minima) // 4, len(b.minima) // 4)):
-        if minimum_of(a.minima, band) == minimum_of(b.minima, band):
-            return band
-    return None
+    n = min(bands, len(a.minima) // 4, len(b.minima) // 4)
+    equal = np.frombuffer(a.minima, "<u4", n) == np.frombuffer(b.minima, "<u4", n)
+    first = int(equal.argmax()) if n else 0
+    return first if n and equal[first] else None
 
 
 def containment_estimate(a: PageVersion, b: PageVersion, bits: int = 8) -> float:
@@ -132,12 +133,16 @@ def partial_match(page: PageVersion, other: PageVersion, design: TableDesign) ->
     partial = design.partial
     if partial is None or other.identity == page.identity or other.text_sha256 == page.text_sha256:
         return None
-    if not holds(page, other) or shared_minimum(page, other, partial.bands) is None:
+    if not holds(page, other) or page.shingles is None or other.shingles is None or page.minima is None \
+            or other.minima is None or abs(size_class(page.shingles) - size_class(other.shingles)) > MAX_SIZE_CLASSES:
+        return None
+    # the cheap tests first: the index step asks this of every group its probe reads
+    estimate = containment_estimate(page, other, design.lsh.bits if design.lsh is not None else 8)
+    if estimate < partial.containment or shared_minimum(page, other, partial.bands) is None:
         return None
     if match_of(page, other, design.k, design.lsh) is not None:
         return None
-    estimate = containment_estimate(page, other, design.lsh.bits if design.lsh is not None else 8)
-    return Partial(other.without_minhash(), estimate) if estimate >= partial.containment else None
+    return Partial(other.without_minhash(), estimate)
 
 
 def merge_partials(held: Iterable[Partial], new: Iterable[Partial]) -> tuple[Partial, ...]:

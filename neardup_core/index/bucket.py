@@ -522,10 +522,10 @@ def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersio
         if held is not None:
             out.append(held)
     for other in undominated(ranked) if ranked else []:
-        if other.identity == page.identity or probe.table != first_shared_containment(design, page, other):
+        if other.identity == page.identity:
             continue
         back = partial_match(other, page, design)
-        if back is not None:
+        if back is not None and probe.table == first_shared_containment(design, page, other):
             revisions[other.version_id] = Revision(other.url, other.version_id, None, back)
     return out
 
