@@ -248,11 +248,14 @@ def tune(
         "--sample", exists=True, dir_okay=False,
         help="a sample of your crawl (JSONL or WARC): scanned on a temporary state to estimate the duplicate "
              "rate")] = None,
+    containment: Annotated[bool, typer.Option(
+        "--containment", help="also evaluate NEARDUP_CONTAINMENT on labelled pairs built from the corpus "
+                              "(NEARDUP_CORPUS): precision and recall per threshold and per containment band")] = False,
 ) -> None:
     """Precision, recall and F1 on labelled pairs for SimHash (per k), MinHash (per bands x rows and J)
     and both, and the recommended setting; with the two costs and a duplicate rate (given or estimated
     from a sample), the expected lost pages, duplicate entries and cost of every setting, and the
-    cheapest one beside the default."""
+    cheapest one beside the default; with --containment, the partial-copy threshold on corpus pairs."""
     from neardup_core.testing.cost import CostError, CostModel
     from streams.cli.tune import estimate_duplicate_rate, run_tune
 
@@ -287,6 +290,12 @@ def tune(
             raise usage(message) from None
     run_tune(pairs, plot=plot, max_k=max_k, settings=settings, min_precision=min_precision, report=report,
              cost=cost, rate_source=rate_source)
+    if containment:
+        from rich.console import Console
+
+        from streams.cli.tune import run_tune_containment
+
+        run_tune_containment(settings, Console())
 
 
 @app.command()

@@ -6,6 +6,7 @@ the expected lost pages and duplicate entries of every setting and the cheapest 
 from __future__ import annotations
 
 import dataclasses
+import math
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -471,3 +472,63 @@ def plot_costs(c: CostResult, by_k: Any, by_j: Any) -> None:
     by_k.set_title("expected cost over k")
     by_j.set_xlabel("J (Jaccard estimate)")
     by_j.set_title("expected cost over J")
+
+
+CONTAINMENT_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def containment_rows(scored: list[Any], default: float) -> tuple[list[list[str]], list[list[str]]]:
+    """(per threshold: precision and recall of "estimate >= t" against exact containment >= t, and of the
+    partial-copy rule at the settings' threshold; per band of exact containment: the share the rule names
+    at `default`), from `containment_eval.score_index`."""
+    from neardup_core.testing.containment_eval import BANDS, band_of, threshold_row
+
+    by_t = []
+    for t in CONTAINMENT_THRESHOLDS:
+        row = threshold_row(scored, t)
+        mark = " (default)" if abs(t - default) < 1e-9 else ""
+        by_t.append([f"{t:.2f}{mark}", f"{row.precision:.3f}", f"{row.recall:.3f}"])
+    named = [s for s in scored if s.found]
+    tp = sum(1 for s in named if s.pair.exact >= default)
+    positives = sum(1 for s in scored if s.pair.exact >= default)
+    by_t.append([f"rule at {default:.2f} (index, sizes)", f"{tp / len(named) if named else math.nan:.3f}",
+                 f"{tp / positives if positives else math.nan:.3f}"])
+    by_band = []
+    for band in BANDS:
+        members = [s for s in scored if band_of(s.pair.exact) == band]
+        found = sum(1 for s in members if s.found)
+        share = f"{found / len(members):.3f}" if members else "-"
+        by_band.append([f"{band[0]:.1f}-{band[1]:.1f}", str(len(members)), str(found), share])
+    return by_t, by_band
+
+
+def run_tune_containment(settings: Settings, console: Console, sample: int = 100) -> None:
+    """Precision and recall of the containment threshold on labelled corpus pairs (real articles embedded
+    at 30-95% into other pages' text, same-template page pairs, unrelated pairs), and per band of exact
+    containment the share the partial-copy rule names at the settings' `NEARDUP_CONTAINMENT`."""
+    from neardup_core.testing.containment_eval import score_index
+    from neardup_core.testing.containment_pairs import build_containment_pairs
+    from neardup_core.testing.corpus import corpus_dir, has_corpus
+
+    corpus = corpus_dir()
+    if not has_corpus(corpus):
+        console.print(f"containment: no corpus at {corpus} (NEARDUP_CORPUS): not evaluated")
+        return
+    core = settings.core
+    made = build_containment_pairs(corpus, sample=sample, settings=core)
+    scored = score_index(made.pairs, core)
+    by_t, by_band = containment_rows(scored, core.containment)
+    table = Table(title=f"containment: {len(scored)} labelled corpus pairs (estimate >= t vs exact >= t)")
+    for name in ("threshold", "precision", "recall"):
+        table.add_column(name, justify="right" if name != "threshold" else "left")
+    for row in by_t:
+        table.add_row(*row)
+    console.print(table)
+    bands = Table(title=f"partial_of at NEARDUP_CONTAINMENT={core.containment:.2f}, per band of exact containment")
+    for name in ("exact containment", "pairs", "named", "share named"):
+        bands.add_column(name, justify="right")
+    for row in by_band:
+        bands.add_row(*row)
+    console.print(bands)
+    console.print(f"containment default {core.containment:.2f} (NEARDUP_CONTAINMENT); chosen on these pairs: "
+                  "bench/results/containment.md")
