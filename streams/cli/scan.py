@@ -89,7 +89,7 @@ class ScanSummary:
         table.add_row("of which revisions", str(self.revisions))
         for verdict, n in sorted(self.verdicts.items()):
             table.add_row(f"URLs {verdict}", str(n))
-        table.add_row("URLs that are partial copies (partial_of)", str(self.partial_copies))
+        table.add_row("partial copies (partial_of not empty)", str(self.partial_copies))
         if self.host_signals:
             table.add_row("host signals", str(self.host_signals))
         table.add_row("pages per second", f"{rate:.1f}")
