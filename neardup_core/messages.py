@@ -55,6 +55,16 @@ class Decision:
     """RFC 3339 time the decision was made."""
     jaccard: float | None = None
     """MinHash Jaccard estimate with `duplicate_of` when the match shares an LSH band, else None."""
+    partial_of: list[dict[str, Any]] = field(default_factory=list)
+    """The pages whose main text this page holds to a large degree (partial copies, `dedup/rule.py`),
+    each `{"url", "containment"}` (the estimated share of that page's shingles found in this one, 4
+    decimals), highest containment first, at most three; empty when none, and for exact duplicates
+    (their canonical has the same text). It never changes the verdict."""
+
+    def __hash__(self) -> int:
+        """Over the fields but `partial_of` (a list of dicts, as JSON gives it back): equal decisions hash
+        equal, so they can be set members and dict keys (equal ones published once)."""
+        return hash((self.url, self.verdict, self.duplicate_of, self.revision, self.complete, self.decided_at))
 
     def to_json(self) -> bytes:
         """The message as its topic carries it: a JSON object of the fields."""
@@ -62,7 +72,8 @@ class Decision:
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Decision:
-        """A decision read from `dedup.decisions` (one written before `jaccard` existed has None)."""
+        """A decision read from `dedup.decisions` (one written before `jaccard` or `partial_of` existed has
+        None or an empty list)."""
         return cls(**orjson.loads(raw))
 
     @property
@@ -72,7 +83,8 @@ class Decision:
 
     def verdict_key(self) -> tuple[Any, ...]:
         """What a decision says, without when it was said: equal for equal decisions."""
-        return (self.url, self.verdict, self.duplicate_of, self.distance, self.jaccard)
+        return (self.url, self.verdict, self.duplicate_of, self.distance, self.jaccard,
+                tuple((p["url"], p["containment"]) for p in self.partial_of))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +140,9 @@ class HostSignal:
     """Why it was sent, in words: a threshold crossed, a window closed, settled, end of input."""
     revision: int = 0
     """The host's signal number, from 1; a signal sent again keeps its number (keep the highest)."""
+    partial_copies: int = 0
+    """Of the pages counted, those whose `partial_of` names a page of another site: partial copies of other
+    hosts' pages (a host made mostly of them is a scraper; they raise no trap penalty)."""
 
     def to_json(self) -> bytes:
         """The message as its topic carries it: a JSON object of the fields."""

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from neardup_core.dedup.retention import Retention
+from neardup_core.fingerprint.containment import CONTAINMENT_BANDS, DEFAULT_CONTAINMENT
 from neardup_core.hosts.statistics import HostPolicy
-from neardup_core.index.tables import BandDesign, TableDesign, choose_design, design_named
+from neardup_core.index.tables import BandDesign, ContainmentDesign, TableDesign, choose_design, design_named
 from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_URL_BYTES
 from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES
 
@@ -101,6 +102,14 @@ class CoreSettings:
     """Rows (8-bit minima) per band: 1 to 32; the signature has bands * rows rows."""
     jaccard: float = 0.75
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
+    partial_copies: bool = False
+    """Partial copies (`partial_of`): the containment index beside the LSH bands, with MinHash on. Off by
+    default: its work per page is not bounded yet (a bucket of a common minimum grows with the
+    collection; bench/RESULTS.md, issue 25), so it costs 9x the index step on the corpus's pages."""
+    containment: float = DEFAULT_CONTAINMENT
+    """The containment estimate at or above which a page that holds another page's main text names it in
+    `partial_of` (a partial copy), with MinHash on: 0.01 to 1, in hundredths. 0.5 was chosen on labelled
+    corpus pairs (`fingerprint/containment.py`, bench/results/containment.md)."""
     max_versions: int = 4
     """Versions (distinct main texts) a URL keeps, its latest by fetch: 1 to 64. Beyond it the oldest
     version leaves the URL's state and the index (`neardup_core/dedup/gather.py`), so a page whose
@@ -129,6 +138,11 @@ class CoreSettings:
         check_int("bands", self.bands, 1, MAX_BANDS)
         check_int("rows", self.rows, 1, MAX_ROWS)
         check_float("jaccard", self.jaccard, 0.0, 1.0, low_open=True)
+        if not isinstance(self.partial_copies, bool):
+            raise SettingError("partial_copies", self.partial_copies, "must be true or false")
+        check_float("containment", self.containment, 0.0, 1.0, low_open=True)
+        if abs(self.containment * 100 - round(self.containment * 100)) > 1e-9:
+            raise SettingError("containment", self.containment, "must be a multiple of 0.01 (it names the index)")
         check_int("max_versions", self.max_versions, 1, MAX_VERSIONS)
         if self.retention_ms is not None:
             check_int("retention_ms", self.retention_ms, 1, MAX_RETENTION_DAYS * DAY_MS)
@@ -148,15 +162,23 @@ class CoreSettings:
         """The near tables (`tables`), with the LSH bands when `minhash` is on."""
         near = choose_design(self.k, self.expected_pages) if self.tables == "auto" else design_named(self.tables)
         lsh = self.band_design
+        if near.partial is not None and near.partial != self.containment_design:
+            raise ValueError(f"the design names a containment index {near.partial.name}, but the settings say "
+                             f"{self.containment_design.name if self.containment_design else 'MinHash off'}")
         if near.lsh is not None and near.lsh != lsh:
             raise ValueError(f"the design names bands {near.lsh.name}, but the settings say "
                              f"{lsh.name if lsh else 'MinHash off'}")
-        return near.with_bands(lsh)
+        return near.with_bands(lsh, self.containment_design)
 
     @cached_property
     def band_design(self) -> BandDesign | None:
         """The LSH bands when MinHash is on, else None."""
         return BandDesign(self.bands, self.rows, self.jaccard) if self.minhash else None
+
+    @cached_property
+    def containment_design(self) -> ContainmentDesign | None:
+        """The containment index when partial copies and MinHash are on, else None."""
+        return ContainmentDesign(CONTAINMENT_BANDS, self.containment) if self.minhash and self.partial_copies else None
 
     @cached_property
     def retention(self) -> Retention | None:
@@ -175,13 +197,13 @@ DEFAULT_SETTINGS = CoreSettings()
 STATE_SETTINGS = ("k", "design", "shingle_size", "min_features")
 """The settings a state (an index and its URL states) is built with: what its table keys and stored
 fingerprints mean. The table design's name covers the near tables and the LSH bands (blocks, tables,
-bands, rows, J, MinHash on or off); `expected_pages` and `tables` count only through the design they
-pick. The shingle size and the feature floor change every fingerprint stored. A state read under other
-values misses its own duplicates, or reads keys of one design as another's. The other settings (the body
-cap, the decision timeout, the retention, the host window) act on each page as it comes and may change
-from one run to the next."""
+bands, rows, J, MinHash on or off, the containment index and its threshold); `expected_pages` and
+`tables` count only through the design they pick. The shingle size and the feature floor change every
+fingerprint stored. A state read under other values misses its own duplicates, or reads keys of one
+design as another's. The other settings (the body cap, the decision timeout, the retention, the host
+window) act on each page as it comes and may change from one run to the next."""
 
-DESIGN_INPUTS = ("tables", "expected_pages", "minhash", "bands", "rows", "jaccard")
+DESIGN_INPUTS = ("tables", "expected_pages", "minhash", "bands", "rows", "jaccard", "partial_copies", "containment")
 """What picks the table design besides k: recorded beside it, to say which of them made it differ."""
 
 

@@ -344,6 +344,8 @@ class Agents:
             metrics.DECISIONS.labels(d.verdict).inc()
             if d.revision > 1:
                 metrics.REVISIONS.inc()
+            if d.partial_of and (before is None or not before.partial_of):
+                metrics.PARTIAL_COPIES.inc()
             if not d.complete:
                 metrics.PROVISIONAL.inc()
             key = d.url.encode()

@@ -15,6 +15,10 @@ Format 3 adds the MinHash signature: a `Fetch` list may carry it as a ninth elem
 page version (in a `Probe`) as a seventh (bytes), a `Match` its Jaccard estimate as a fourth. A
 format-2 record is a format-3 record without them, so format 2 is still read. A probe that removes
 its page's entry (`Probe.remove`) carries `true` as a sixth element; other probes are as before.
+Format 4 adds partial copies: a `Fetch` list may carry its shingle count and containment minima
+(base64) as tenth and eleventh elements (its ninth, the signature, then present or null), a page
+version its shingle count and minima (bytes) as eighth and ninth, an `Answer` its partials as a sixth,
+a `Revision` a `Partial` as a fourth (its match then null). Format 3 is format 4 without them.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
 
-VERSION = 3
-READABLE = (2, 3)
+VERSION = 4
+READABLE = (2, 3, 4)
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int
 HostChange = tuple[Decision, Decision | None]

@@ -107,8 +107,8 @@ class Recorder:
                 del self.hosts[lowest]
             signal = signal_for(state, rules=rules_for(tracker.rules(host)), policy=tracker.policy)
             entry = {k: getattr(signal, k) for k in ("host", "pages", "exact_duplicates", "near_duplicates",
-                                                      "same_host_duplicates", "dup_ratio", "penalty",
-                                                      "budget_factor", "url_rules")}
+                                                      "same_host_duplicates", "partial_copies", "dup_ratio",
+                                                      "penalty", "budget_factor", "url_rules")}
             entry["last_signal"] = reasons.get(host, kept["last_signal"] if kept else None)
             self.hosts[host] = entry
 
@@ -244,6 +244,7 @@ def gather(samples: Samples, offsets: list[metrics.PartitionOffsets], *, worker:
             "rejected": int(sum(by_stage.values())),
             "probes": int(_total(samples, "neardup_probes_total")),
             "reseeks": int(_total(samples, "neardup_reseeks_total")),
+            "partial_copies": int(_total(samples, "neardup_partial_copies_total")),
         },
         "throughput": throughput,
         "verdicts": {v: int(n) for v, n in sorted(_by(samples, "neardup_decisions_total", "verdict").items())},

@@ -98,6 +98,8 @@ def _cards(s: dict[str, Any]) -> str:
         _card("Rejected", _v(t["rejected"], "totals.rejected"), "sent to pages.rejected"),
         _card("Provisional", _v(t["provisional"], "totals.provisional"), "decided at the timeout"),
         _card("Re-fetches", _v(t["reseeks"], "totals.reseeks"), "partitions sought back"),
+        _card("Partial copies", _v(t.get("partial_copies", 0), "totals.partial_copies"),
+              "URLs that hold another page's text (partial_of)"),
     ]) + "</div>"
 
 

@@ -20,10 +20,21 @@ from typing import Any, Literal
 
 from neardup_core.dedup.gather import JACCARD_DIGITS
 from neardup_core.dedup.rank import Rank
-from neardup_core.dedup.rule import Match, better, better_ranked, match_of, reason_of, verdict_of
+from neardup_core.dedup.rule import (
+    Match,
+    better,
+    better_ranked,
+    containment_estimate,
+    holds,
+    match_of,
+    partial_match,
+    reason_of,
+    verdict_of,
+)
 from neardup_core.dedup.version import PageVersion
 from neardup_core.extract.main_text import Extraction
 from neardup_core.extract.template import MAX_KEPT_SHARE
+from neardup_core.fingerprint.containment import exact_containment, minimum_of, size_class
 from neardup_core.fingerprint.features import token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.minhash import band_bytes, equal_rows, exact_jaccard, jaccard, shared_band
@@ -135,6 +146,27 @@ class MinHashReport:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainmentReport:
+    """The containment of each page's main text in the other's: the estimates (`rule.containment_estimate`)
+    and the exact values from the shingle sets, the distinct shingle counts and size classes, the
+    containment bands whose minima are equal, which page can hold the other (the larger), and the page
+    whose `partial_of` names the other under the settings (None when neither)."""
+
+    b_in_a: float
+    a_in_b: float
+    exact_b_in_a: float | None
+    exact_a_in_b: float | None
+    shingles_a: int
+    shingles_b: int
+    size_classes: tuple[int, int]
+    shared_bands: tuple[int, ...]
+    bands: int
+    holder: Side
+    names: Side | None
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True)
 class PageVerdict:
     """What the rule decides for one page with the other page the only one around, in the fields of
     its `dedup.decisions` record."""
@@ -185,6 +217,7 @@ class Explanation:
     verdict: VerdictReport
     diff: tuple[DiffRow, ...]
     settings: dict[str, Any]
+    containment: ContainmentReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The explanation as one JSON-ready object (tuples become lists)."""
@@ -211,7 +244,32 @@ def explain(a: PageSource, b: PageSource, settings: CoreSettings) -> Explanation
         diff=paragraph_diff(paragraphs_a, paragraphs_b),
         settings={"k": settings.k, "design": settings.design.name, "shingle_size": settings.shingle_size,
                   "min_features": settings.min_features, "minhash": settings.minhash, "bands": settings.bands,
-                  "rows": settings.rows, "jaccard": settings.jaccard})
+                  "rows": settings.rows, "jaccard": settings.jaccard, "containment": settings.containment},
+        containment=_containment_report(fetch_a, fetch_b, main_a, main_b, settings))
+
+
+def _containment_report(a: Fetch, b: Fetch, main_a: Extraction | None, main_b: Extraction | None,
+                        settings: CoreSettings) -> ContainmentReport | None:
+    """Each page's containment in the other (None without containment minima: MinHash off, a page skipped
+    or with too few shingles)."""
+    design = settings.design
+    va, vb = a.version, b.version
+    if design.partial is None or va is None or vb is None or va.minima is None or vb.minima is None \
+            or va.shingles is None or vb.shingles is None:
+        return None
+    exact_b = exact_a = None
+    if main_a is not None and main_b is not None:
+        set_a = token_features(tokens(main_a.text), settings.shingle_size).hashes
+        set_b = token_features(tokens(main_b.text), settings.shingle_size).hashes
+        exact_b, exact_a = exact_containment(set_a, set_b), exact_containment(set_b, set_a)
+    bits = design.lsh.bits if design.lsh is not None else 8
+    shared = tuple(band for band in range(design.partial.bands)
+                   if minimum_of(va.minima, band) == minimum_of(vb.minima, band))
+    names: Side | None = "A" if partial_match(va, vb, design) is not None else \
+        "B" if partial_match(vb, va, design) is not None else None
+    return ContainmentReport(containment_estimate(va, vb, bits), containment_estimate(vb, va, bits), exact_b, exact_a,
+                             va.shingles, vb.shingles, (size_class(va.shingles), size_class(vb.shingles)), shared,
+                             design.partial.bands, "A" if holds(va, vb) else "B", names, design.partial.containment)
 
 
 def _fingerprinted(side: Side, source: PageSource, settings: CoreSettings) -> tuple[Fetch, Extraction | None]:

@@ -18,7 +18,9 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
    for several tables of one partition). An earlier fetch with another body moves the version to
    that body's id, and the entries under its old id are removed from the index.
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
-   candidates ranked better than the version count.
+   candidates ranked better than the version count. The pages a version holds (`partials`, from the
+   containment tables' answers and revisions) only ever merge (`rule.merge_partials`), whatever the
+   ranks; a new round of the same version keeps them (they depend on its text, not its rank).
 4. A version is complete when every table of its current round answered; a tick past its
    deadline publishes it provisionally (`complete: false`), and later answers complete it.
    An input seen before (a replay after a crash or rebalance) publishes the URL's last decision
@@ -45,7 +47,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from neardup_core.dedup.retention import Retention, url_expired_range, url_expiry_key
-from neardup_core.dedup.rule import Match, better, better_ranked, reason_of, verdict_of
+from neardup_core.dedup.rule import Match, Partial, better, better_ranked, merge_partials, reason_of, verdict_of
 from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
@@ -57,10 +59,10 @@ from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.timefmt import ms_to_rfc3339
 
-_SAYS = ("verdict", "duplicate_of", "distance", "jaccard", "complete", "fetched_at", "body_sha256")
+_SAYS = ("verdict", "duplicate_of", "distance", "jaccard", "partial_of", "complete", "fetched_at", "body_sha256")
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision))
 JACCARD_DIGITS = 4
-"""A decision's `jaccard` is rounded to this many decimals."""
+"""A decision's `jaccard`, and each `partial_of` containment, is rounded to this many decimals."""
 
 
 class Published(NamedTuple):
@@ -79,18 +81,22 @@ class VersionState:
     best: Match | None = None
     complete: bool = False
     deadline_ms: int = 0
+    partials: tuple[Partial, ...] = ()
 
     @property
     def page(self) -> PageVersion | None:
         return self.fetch.version
 
     def to_list(self) -> list[Any]:
-        return [self.fetch.to_list(), self.last_fetch_ms, self.expected, self.answered,
-                self.best.to_list() if self.best else None, self.complete, self.deadline_ms]
+        out = [self.fetch.to_list(), self.last_fetch_ms, self.expected, self.answered,
+               self.best.to_list() if self.best else None, self.complete, self.deadline_ms]
+        return [*out, [p.to_list() for p in self.partials]] if self.partials else out
 
     @classmethod
     def from_list(cls, d: list[Any]) -> VersionState:
-        return cls(Fetch.from_list(d[0]), d[1], d[2], d[3], Match.from_list(d[4]) if d[4] else None, d[5], d[6])
+        partials = tuple(Partial.from_list(p) for p in d[7]) if len(d) > 7 else ()
+        return cls(Fetch.from_list(d[0]), d[1], d[2], d[3], Match.from_list(d[4]) if d[4] else None, d[5], d[6],
+                   partials)
 
 
 @dataclass(slots=True)
@@ -270,6 +276,7 @@ class Gather:
         if version is None or version.page is None:
             return []
         self._merge(version, answer.best)
+        version.partials = merge_partials(version.partials, answer.partials)
         new = [t for t in answer.tables if t not in version.answered]
         replay = not new
         if answer.round_ms == version.fetch.fetched_at_ms and not replay:
@@ -282,6 +289,10 @@ class Gather:
         version = state.versions.get(revision.version_id.hex())
         if version is None or version.page is None:
             return []
+        if revision.partial is not None:
+            replay = revision.partial in version.partials  # this revision may be what added it
+            version.partials = merge_partials(version.partials, (revision.partial,))
+            return self._publish(state, now_ms, replay=replay)
         replay = version.best == revision.match  # this revision may be what set the best match
         self._merge(version, revision.match)
         return self._publish(state, now_ms, replay=replay)
@@ -339,7 +350,10 @@ class Gather:
             return Decision(verdict="skipped", duplicate_of=None, distance=None, simhash=None, text_sha256=None,
                             reason=fetch.skip_reason or "skipped", complete=True, **common)
         jaccard = round(best.jaccard, JACCARD_DIGITS) if best is not None and best.jaccard is not None else None
-        return Decision(verdict=verdict_of(best), duplicate_of=best.candidate.url if best else None,
+        verdict = verdict_of(best)
+        partial_of = [] if verdict == "exact_duplicate" else [
+            {"url": p.candidate.url, "containment": round(p.containment, JACCARD_DIGITS)} for p in version.partials]
+        return Decision(verdict=verdict, duplicate_of=best.candidate.url if best else None, partial_of=partial_of,
                         distance=best.distance if best else None, jaccard=jaccard,
                         simhash=to_hex(page.simhash) if page.simhash is not None else None,
                         text_sha256=page.text_sha256, reason=reason_of(page, best, self.k, self.design.lsh),

@@ -9,18 +9,39 @@ distance, then MinHash-only matches by the highest Jaccard estimate, then the be
 Otherwise it is `unique`. The rule depends only on the set of pages and their ranks, so any
 arrival order reaches the same decisions once every page is in: a later, better page revises
 the decisions of the worse pages it matches.
+
+Partial copies (`partial_of`, with a containment index) are a second relation beside the verdict,
+which they never change. Page A holds page B (`partial_match`) when they are of different URLs and
+main texts, are not duplicates of each other (`match_of` is None, whatever their ranks), A has more
+distinct shingles than B (ties: the larger text digest; so of two pages at most one holds the other,
+and a copy holds its original, not the reverse), their size classes are within `MAX_SIZE_CLASSES`,
+they share a containment band (an equal 32-bit minimum in one of its one-row bands), and the
+containment estimate of B in A is at least the threshold. A's `partial_of` names, per main text it
+holds, that text's best-ranked page of another URL, and of those the `MAX_PARTIALS` best
+(`Partial.order`: the highest containment, then the best rank). It depends only on the set of pages,
+so it too is order-independent: a later original revises the copy. An exact duplicate's is empty
+(its canonical, `duplicate_of`, has the same text and says it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.containment import (
+    MAX_SIZE_CLASSES,
+    containment_from_jaccard,
+    pooled_jaccard,
+    size_class,
+)
 from neardup_core.fingerprint.minhash import jaccard as jaccard_estimate
 from neardup_core.fingerprint.minhash import shared_band
 from neardup_core.fingerprint.simhash import hamming
-from neardup_core.index.tables import BandDesign
+from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.messages import Verdict
 
 NO_DISTANCE = 65
@@ -53,6 +74,86 @@ class Match:
     @classmethod
     def from_list(cls, data: list[Any]) -> Match:
         return cls(PageVersion.from_list(data[0]), data[1], data[2], data[3] if len(data) > 3 else None)
+
+
+MAX_PARTIALS = 3
+"""A decision's `partial_of` names at most this many pages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """A page whose main text a page holds to the degree `containment` (the estimate of its share of the
+    candidate's shingles). The candidate is kept without its sketches."""
+
+    candidate: PageVersion
+    containment: float
+
+    @property
+    def order(self) -> tuple[Any, ...]:
+        """Lower is named first: the highest containment, then the best rank."""
+        return (-self.containment, self.candidate.rank)
+
+    def to_list(self) -> list[Any]:
+        return [self.candidate.to_list(), self.containment]
+
+    @classmethod
+    def from_list(cls, data: list[Any]) -> Partial:
+        return cls(PageVersion.from_list(data[0]), data[1])
+
+
+def holds(a: PageVersion, b: PageVersion) -> bool:
+    """Whether `a` is the larger of two pages (more distinct shingles; ties: the larger text digest), the
+    one that can hold the other: of two pages exactly one is, whatever their ranks and arrival."""
+    return (b.shingles or 0, b.text_sha256) < (a.shingles or 0, a.text_sha256)
+
+
+def shared_minimum(a: PageVersion, b: PageVersion, bands: int) -> int | None:
+    """The first containment band where two pages have an equal minimum and their size classes are within
+    `MAX_SIZE_CLASSES` (where the probe of either finds the other), or None."""
+    if a.minima is None or b.minima is None or a.shingles is None or b.shingles is None:
+        return None
+    if abs(size_class(a.shingles) - size_class(b.shingles)) > MAX_SIZE_CLASSES:
+        return None
+    n = min(bands, len(a.minima) // 4, len(b.minima) // 4)
+    equal = np.frombuffer(a.minima, "<u4", n) == np.frombuffer(b.minima, "<u4", n)
+    first = int(equal.argmax()) if n else 0
+    return first if n and equal[first] else None
+
+
+def containment_estimate(a: PageVersion, b: PageVersion, bits: int = 8) -> float:
+    """The containment estimate of B's shingles in A's: from the Jaccard estimate of the signatures and
+    containment minima together (`containment.pooled_jaccard`) and the distinct shingle counts."""
+    assert a.minima is not None and b.minima is not None and a.shingles is not None and b.shingles is not None
+    j = pooled_jaccard(a.minhash, b.minhash, a.minima, b.minima, bits)
+    return containment_from_jaccard(j, a.shingles, b.shingles)
+
+
+def partial_match(page: PageVersion, other: PageVersion, design: TableDesign) -> Partial | None:
+    """`other` as a page `page` holds (the rule in the module docstring), or None."""
+    partial = design.partial
+    if partial is None or other.identity == page.identity or other.text_sha256 == page.text_sha256:
+        return None
+    if not holds(page, other) or page.shingles is None or other.shingles is None or page.minima is None \
+            or other.minima is None or abs(size_class(page.shingles) - size_class(other.shingles)) > MAX_SIZE_CLASSES:
+        return None
+    # the cheap tests first: the index step asks this of every group its probe reads
+    estimate = containment_estimate(page, other, design.lsh.bits if design.lsh is not None else 8)
+    if estimate < partial.containment or shared_minimum(page, other, partial.bands) is None:
+        return None
+    if match_of(page, other, design.k, design.lsh) is not None:
+        return None
+    return Partial(other.without_minhash(), estimate)
+
+
+def merge_partials(held: Iterable[Partial], new: Iterable[Partial]) -> tuple[Partial, ...]:
+    """The `MAX_PARTIALS` best of two lists, one per main text (its best-ranked page): a merge that gives
+    the same result in any order and grouping, so answers and revisions may come in any order."""
+    per_text: dict[str, Partial] = {}
+    for p in [*held, *new]:
+        seen = per_text.get(p.candidate.text_sha256)
+        if seen is None or p.candidate.rank < seen.candidate.rank:
+            per_text[p.candidate.text_sha256] = p
+    return tuple(sorted(per_text.values(), key=lambda p: p.order)[:MAX_PARTIALS])
 
 
 def better_ranked(candidate: PageVersion, page: PageVersion) -> bool:

@@ -17,7 +17,9 @@ class PageVersion:
     """A URL's body; `fetched_at_ms` is the first fetch of this body at this URL, so recrawls of
     an unchanged body keep the version's rank. Its version id and rank are computed once (the
     index step reads both on every probe of the page). `minhash` is the page's b-bit MinHash
-    signature when MinHash is on (`neardup_core/fingerprint/minhash.py`), else None."""
+    signature when MinHash is on (`neardup_core/fingerprint/minhash.py`), else None; `shingles` and
+    `minima` its distinct shingle count and containment minima (`neardup_core/fingerprint/containment.py`)
+    when the design has a containment index, else None."""
 
     url: str
     importance: float
@@ -26,6 +28,8 @@ class PageVersion:
     text_sha256: str
     simhash: int | None
     minhash: bytes | None = None
+    shingles: int | None = None
+    minima: bytes | None = None
 
     @cached_property
     def identity(self) -> str:
@@ -42,6 +46,8 @@ class PageVersion:
 
     def to_list(self) -> list[Any]:
         out = [self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256, self.simhash]
+        if self.minima is not None:
+            return [*out, self.minhash, self.shingles, self.minima]
         return out if self.minhash is None else [*out, self.minhash]
 
     @classmethod
@@ -50,12 +56,12 @@ class PageVersion:
 
     def with_fetched_at(self, fetched_at_ms: int) -> PageVersion:
         return PageVersion(self.url, self.importance, fetched_at_ms, self.body_sha256, self.text_sha256,
-                           self.simhash, self.minhash)
+                           self.simhash, self.minhash, self.shingles, self.minima)
 
     def without_minhash(self) -> PageVersion:
-        """The version without its signature: what a `Match` names (a decision needs no signature of
-        the page it names, and the URL state is JSON)."""
-        if self.minhash is None:
+        """The version without its signature and containment sketch: what a `Match` names (a decision
+        needs neither of the page it names, and the URL state is JSON)."""
+        if self.minhash is None and self.minima is None and self.shingles is None:
             return self
         return PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
                            self.simhash)

@@ -93,3 +93,72 @@ def exact_containment(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> f
     if len(distinct_b) == 0:
         return 0.0
     return len(np.intersect1d(np.unique(a), distinct_b, assume_unique=True)) / len(distinct_b)
+
+
+CONTAINMENT_BANDS = 48
+"""One-row bands of the containment index (`index/tables.py`, `ContainmentDesign`): 32-bit minima of
+their own permutations, one table each. Two pages share a one-row band with probability J, so B
+with containment c in an A r times larger is found with probability ``1 - (1 - J)**48``,
+``J = c / (r + 1 - c)``: at c = 0.5 that is 1.000 at r = 2, 0.996 at r = 4, 0.946 at r = 8 (0.985 at
+c = 0.7), 0.77 at r = 16 (24 bands would give 0.77 at r = 8, 32 bands 0.86, 64 bands 0.98 for a third
+more tables)."""
+MAX_SIZE_CLASSES = 3
+"""A probe reads the size classes (`size_class`) within this many of its page's: every B at most 8
+times smaller or larger than A is read (floor(log2) classes of sizes within 8x differ by at most 3),
+and none more than 16 times, whose containment estimate is too noisy to confirm (`containment_sd`)."""
+_MINIMA_SEED = 0x636F6E7461696E  # "contain": the permutations are part of the index format; never change it
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+
+
+def _minima_parameters(count: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    rng = np.random.Generator(np.random.PCG64(_MINIMA_SEED))
+    a = rng.integers(0, 1 << 63, size=count, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    c = rng.integers(0, 1 << 63, size=count, dtype=np.uint64) * np.uint64(2) \
+        + rng.integers(0, 2, size=count, dtype=np.uint64)
+    return a, c
+
+
+_A, _C = _minima_parameters(CONTAINMENT_BANDS)
+
+
+def containment_minima(hashes: npt.NDArray[np.uint64], bands: int = CONTAINMENT_BANDS) -> bytes | None:
+    """The 32-bit minima of `bands` permutations (independent of the signature's) over a set of shingle
+    hashes, little-endian, 4 bytes each (None for an empty set): the containment index's keys, and more
+    rows for the Jaccard estimate (full minima: no b-bit chance agreements)."""
+    if not 1 <= bands <= CONTAINMENT_BANDS:
+        raise ValueError(f"bands must be 1 to {CONTAINMENT_BANDS}, got {bands}")
+    if len(hashes) == 0:
+        return None
+    x = (hashes & _LOW32)[:, None]
+    values = np.multiply(x, _A[None, :bands])  # multiply-add-shift, as `minhash.minhash`
+    values += _C[None, :bands]
+    return (values.min(axis=0) >> _SHIFT).astype("<u4").tobytes()
+
+
+def minimum_of(minima: bytes, band: int) -> int:
+    """One band's 32-bit minimum."""
+    return int.from_bytes(minima[band * 4:band * 4 + 4], "little")
+
+
+def size_class(shingles: int) -> int:
+    """floor(log2(distinct shingles)), 0 for fewer than 2: the containment index keys entries with it,
+    so a probe reads only pages of comparable size (`MAX_SIZE_CLASSES`)."""
+    return max(0, shingles.bit_length() - 1)
+
+
+def pooled_jaccard(signature_a: bytes | None, signature_b: bytes | None, minima_a: bytes, minima_b: bytes,
+                   bits: int = DEFAULT_BITS) -> float:
+    """The Jaccard estimate of two pages from their b-bit signatures (when both have one of one length)
+    and their 32-bit containment minima together: each row's agreement, the b-bit ones corrected for
+    chance, averaged over all rows, so the containment estimate has the variance of P + 48 rows."""
+    full_rows = len(minima_a) // 4
+    agree = 0.0
+    if full_rows and len(minima_a) == len(minima_b):
+        agree = float(np.count_nonzero(np.frombuffer(minima_a, "<u4") == np.frombuffer(minima_b, "<u4")))
+    rows = full_rows
+    if signature_a is not None and signature_b is not None and len(signature_a) == len(signature_b):
+        signature_rows = len(signature_a) * 8 // bits
+        agree += jaccard(signature_a, signature_b, bits) * signature_rows
+        rows += signature_rows
+    return agree / rows if rows else 0.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
-from neardup_core.fingerprint.containment import ShingleSketch
+from neardup_core.fingerprint.containment import ShingleSketch, containment_minima
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
@@ -113,9 +113,14 @@ def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFA
     reason = skip_reason(main)
     if reason is not None:
         return skipped(reason, main)
-    text_digest, simhash, signature = text_fingerprints(main.text, settings)
-    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, simhash,
-                 minhash=signature), main
+    text_digest, features = _digest_and_features(main.text, settings)
+    if features is None:
+        return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, None), main
+    signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
+    minima = containment_minima(features.hashes) if settings.design.partial is not None else None
+    return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest,
+                 simhash64(features.hashes, features.weights), minhash=signature,
+                 shingles=len(features) if minima is not None else None, minima=minima), main
 
 
 def skip_reason(main: Extraction) -> str | None:
@@ -144,8 +149,8 @@ def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
 def text_sketch(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> ShingleSketch | None:
     """The MinHash signature and the distinct shingle count of a main text, over the shingles
     `text_fingerprints` signs (so the signature is the one a `Fetch` carries), for a containment
-    estimate (`containment.containment`); None when the text has too few features. The count is not
-    part of `Fetch`: nothing downstream reads it yet."""
+    estimate (`containment.containment`); None when the text has too few features. (A `Fetch` carries
+    the count beside its containment minima.)"""
     _, features = _digest_and_features(main_text, settings)
     if features is None:
         return None

@@ -101,6 +101,8 @@ class HostState:
     near_duplicates: int = 0
     same_host_duplicates: int = 0
     skipped: int = 0
+    partial_copies: int = 0
+    """Pages whose `partial_of` names a page of another host (syndication accounting; no trap signal)."""
     flagged: bool = False
     """Cumulative: the hysteresis level last signalled."""
     closed: bool = False
@@ -233,6 +235,7 @@ def signal_for(state: HostState, window: HostState | None = None, *, rules: Sequ
         exact_duplicates=counts.exact_duplicates,
         near_duplicates=counts.near_duplicates,
         same_host_duplicates=counts.same_host_duplicates,
+        partial_copies=counts.partial_copies,
         dup_ratio=round(counts.dup_ratio, 4),
         penalty=round(penalty(state, policy), 4),
         budget_factor=round(budget_factor(state, policy), 4),
@@ -348,22 +351,28 @@ def observe(state: HostState | None, windows: Callable[[str], HostState | None],
     return HostUpdate(closing.host, changed, signals)
 
 
-def _counts(decision: Decision) -> tuple[int, int, int, int, int]:
-    """What one decision adds: (pages, exact, near, same-host duplicates, skipped)."""
+Counts = tuple[int, int, int, int, int, int]
+"""(pages, exact, near, same-host duplicates, skipped, partial copies of other hosts' pages)."""
+
+
+def _counts(decision: Decision) -> Counts:
+    """What one decision adds (`Counts`)."""
     if decision.verdict == "skipped":
-        return (0, 0, 0, 0, 1)
+        return (0, 0, 0, 0, 1, 0)
+    partial = int(any(not same_site(host_of(p["url"]), decision.host) for p in decision.partial_of or ()))
     if decision.verdict == "unique":
-        return (1, 0, 0, 0, 0)
+        return (1, 0, 0, 0, 0, partial)
     same = int(decision.duplicate_of is not None and same_site(host_of(decision.duplicate_of), decision.host))
-    return (1, int(decision.verdict == "exact_duplicate"), int(decision.verdict == "near_duplicate"), same, 0)
+    return (1, int(decision.verdict == "exact_duplicate"), int(decision.verdict == "near_duplicate"), same, 0, partial)
 
 
-def _totals(state: HostState) -> tuple[int, int, int, int, int]:
-    return (state.pages, state.exact_duplicates, state.near_duplicates, state.same_host_duplicates, state.skipped)
+def _totals(state: HostState) -> Counts:
+    return (state.pages, state.exact_duplicates, state.near_duplicates, state.same_host_duplicates, state.skipped,
+            state.partial_copies)
 
 
-def _add(state: HostState, counts: tuple[int, int, int, int, int], sign: int) -> HostState:
-    pages, exact, near, same, skipped = counts
+def _add(state: HostState, counts: Counts, sign: int) -> HostState:
+    pages, exact, near, same, skipped, partial = counts
     return dataclasses.replace(
         state,
         pages=state.pages + sign * pages,
@@ -371,6 +380,7 @@ def _add(state: HostState, counts: tuple[int, int, int, int, int], sign: int) ->
         near_duplicates=state.near_duplicates + sign * near,
         same_host_duplicates=state.same_host_duplicates + sign * same,
         skipped=state.skipped + sign * skipped,
+        partial_copies=state.partial_copies + sign * partial,
     )
 
 

@@ -22,6 +22,15 @@ every member relates to a probing page alike (the same estimate, the same bands)
 of a near group have one fingerprint. Candidates there are confirmed by the rule (`match_of`):
 sharing the band's rows and a Jaccard estimate >= J.
 
+Containment tables (a design with a `ContainmentDesign`) hold every page under one 32-bit minimum per
+one-row band and its size class; a group there is one main text (`0xE0 | band | minimum | size class |
+text hash`), whose members are its copies, in rank order in the summary as elsewhere. A probe reads
+the size classes within `MAX_SIZE_CLASSES` of its page's and, per group, relates its page to the
+group's best member of another URL (`partial_match`, both ways): a page it holds joins its answer's
+`partials`; the group's undominated members that hold it are told by a revision carrying a `Partial`
+(from the first containment band the two share, `first_shared_containment`). The duplicate rule does
+not look at these tables (two duplicates always meet in a digest, near or band table).
+
 Two pages that meet in several tables exchange one revision, from the first table they share
 under that table's own test (`first_shared_table`: equal digests; a near bucket only when the two
 are within k bits; a band only when the band's rows are equal and the estimate >= J), which is
@@ -39,8 +48,19 @@ from typing import Any
 import mmh3
 import msgpack
 
-from neardup_core.dedup.rule import Match, band_jaccard, better, better_ranked, match_of
+from neardup_core.dedup.rule import (
+    Match,
+    Partial,
+    band_jaccard,
+    better,
+    better_ranked,
+    match_of,
+    merge_partials,
+    partial_match,
+    shared_minimum,
+)
 from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.containment import MAX_SIZE_CLASSES, minimum_of, size_class
 from neardup_core.fingerprint.minhash import band_bytes, shared_band, signature_bytes
 from neardup_core.fingerprint.simhash import hamming
 from neardup_core.index.keys import (
@@ -49,12 +69,16 @@ from neardup_core.index.keys import (
     VERSION_ID_BYTES,
     band_bucket_range,
     band_group_key,
+    containment_bucket_range,
+    containment_group_key,
+    containment_read_from,
     exact_bucket_range,
     exact_group_key,
     expiry_key,
     group_of_key,
     group_range,
     is_band_table,
+    is_containment_table,
     near_bucket_range,
     near_group_key,
     permuted_of_key,
@@ -94,36 +118,44 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What some tables say about a page: its best better-ranked match there, if any."""
+    """What some tables say about a page: its best better-ranked match there, if any, and the pages it
+    holds found there (containment tables; `merge_partials` of them)."""
 
     url: str
     version_id: bytes
     round_ms: int
     tables: tuple[int, ...]
     best: Match | None
+    partials: tuple[Partial, ...] = ()
 
     def to_list(self) -> list[Any]:
-        return [self.url, self.version_id, self.round_ms, list(self.tables), self.best.to_list() if self.best else None]
+        out = [self.url, self.version_id, self.round_ms, list(self.tables), self.best.to_list() if self.best else None]
+        return [*out, [p.to_list() for p in self.partials]] if self.partials else out
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Answer:
-        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None)
+        partials = tuple(Partial.from_list(p) for p in data[5]) if len(data) > 5 else ()
+        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None, partials)
 
 
 @dataclass(frozen=True, slots=True)
 class Revision:
-    """Tell the worse-ranked page `version_id` of `url` that `match` is a better copy of it."""
+    """Tell the page `version_id` of `url` that `match` is a better copy of it (it is worse-ranked), or
+    that it holds `partial` (a containment table found the two; `match` is then None)."""
 
     url: str
     version_id: bytes
-    match: Match
+    match: Match | None
+    partial: Partial | None = None
 
     def to_list(self) -> list[Any]:
-        return [self.url, self.version_id, self.match.to_list()]
+        out = [self.url, self.version_id, self.match.to_list() if self.match is not None else None]
+        return out if self.partial is None else [*out, self.partial.to_list()]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Revision:
-        return cls(data[0], data[1], Match.from_list(data[2]))
+        return cls(data[0], data[1], Match.from_list(data[2]) if data[2] is not None else None,
+                   Partial.from_list(data[3]) if len(data) > 3 and data[3] is not None else None)
 
 
 def has_bands(lsh: BandDesign | None, page: PageVersion) -> bool:
@@ -132,12 +164,27 @@ def has_bands(lsh: BandDesign | None, page: PageVersion) -> bool:
         len(page.minhash) == signature_bytes(lsh.permutations, lsh.bits)
 
 
+def has_containment(design: TableDesign, page: PageVersion) -> bool:
+    """Whether a page is probed in the containment tables: the design has them and the page has the
+    containment minima (of the design's band count) and its shingle count."""
+    return design.partial is not None and page.minima is not None and page.shingles is not None and \
+        len(page.minima) >= 4 * design.partial.bands
+
+
 def table_ids(design: TableDesign, page: PageVersion) -> list[int]:
     """The tables a page is probed in: every near table if it has a SimHash, every band table if it
-    has a MinHash signature (and the design has bands), and both digests."""
+    has a MinHash signature (and the design has bands), every containment table if it has containment
+    minima (and the design has them), and both digests."""
     near = list(range(design.table_count)) if page.simhash is not None else []
     bands = list(design.lsh.tables) if design.lsh is not None and has_bands(design.lsh, page) else []
-    return near + bands + [TEXT_TABLE, BODY_TABLE]
+    partial = list(design.partial.tables) if design.partial is not None and has_containment(design, page) else []
+    return near + bands + partial + [TEXT_TABLE, BODY_TABLE]
+
+
+def size_classes(page: PageVersion) -> range:
+    """The size classes a containment probe of `page` reads: its own, and `MAX_SIZE_CLASSES` either side."""
+    own = size_class(page.shingles or 0)
+    return range(max(0, own - MAX_SIZE_CLASSES), own + MAX_SIZE_CLASSES + 1)
 
 
 def band_hash(lsh: BandDesign, signature: bytes, band: int) -> int:
@@ -154,7 +201,13 @@ def probes_for(design: TableDesign, page: PageVersion) -> list[Probe]:
     out = []
     sig_hash = signature_hash(page.minhash) if page.minhash is not None else 0
     for table in table_ids(design, page):
-        if is_band_table(table):
+        if is_containment_table(table):
+            assert design.partial is not None and page.minima is not None and page.shingles is not None
+            band = table - design.partial.tables.start
+            minimum = minimum_of(page.minima, band)
+            lo, hi = containment_bucket_range(band, minimum, size_classes(page))
+            group = containment_group_key(band, minimum, size_class(page.shingles), page.text_sha256)
+        elif is_band_table(table):
             assert design.lsh is not None and page.minhash is not None
             key = band_hash(design.lsh, page.minhash, table - design.lsh.tables.start)
             lo, hi = band_bucket_range(table, key)
@@ -249,12 +302,24 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
     return None
 
 
+def first_shared_containment(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
+    """The first containment table where two pages share a bucket and both read each other's size class:
+    where the probe of the later of the two finds the other, and the one that sends its revision."""
+    if design.partial is None:
+        return None
+    band = shared_minimum(a, b, design.partial.bands)
+    return None if band is None else design.partial.table(band)
+
+
 def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
-    """Whether the probe's candidates are all of its range (an exact or a band table: no Hamming
-    filter), the key range it reads (its group in an exact table, its bucket in a near or band
-    table), and its page's permuted fingerprint (0 in exact and band tables)."""
+    """Whether the probe's candidates are all of its range (an exact, band or containment table: no
+    Hamming filter), the key range it reads (its group in an exact table, its bucket in a near or band
+    table, its size classes of its bucket in a containment table), and its page's permuted fingerprint
+    (0 but in near tables)."""
     if probe.table in (TEXT_TABLE, BODY_TABLE):
         return True, group_range(probe.group), 0
+    if is_containment_table(probe.table):
+        return True, (containment_read_from(probe.lo, size_classes(probe.page)), probe.hi), 0
     if is_band_table(probe.table):
         return True, (probe.lo, probe.hi), 0
     return False, (probe.lo, probe.hi), permuted_of_key(probe.group)
@@ -379,6 +444,8 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
             if back is not None:
                 revisions[other.version_id] = Revision(other.url, other.version_id, back)
 
+    containment = is_containment_table(probe.table)
+    partials: tuple[Partial, ...] = ()
     for group, items in _candidate_groups(store, probe, k):  # 1.
         members = _members(store, group, items)
         if horizon_ms is not None and any(m.fetched_at_ms < horizon_ms for m in members):
@@ -388,6 +455,9 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
             members = summary_of([m for m in group_members(store, group) if m.fetched_at_ms >= horizon])
         if group == probe.group:
             own_members = members
+        if containment:
+            partials = merge_partials(partials, _relate_partials(design, probe, members, revisions))
+            continue
         open_to_revision = {m.version_id for m in undominated(members)} if members else set()
         for other in members:
             if other.version_id == vid or other.identity == page.identity:
@@ -435,7 +505,29 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         writes.append((probe.group, encode_summary(summary_of([*others, kept]))))
     for key, value in writes:
         store.put(key, value)
-    return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best), list(revisions.values())
+    return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best, partials), list(revisions.values())
+
+
+def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersion],
+                     revisions: dict[bytes, Revision]) -> list[Partial]:
+    """The probe's page against one containment group (one main text): the group's best member of another
+    URL, if the page holds it; and a revision to each undominated member that holds the page, from the
+    first containment table the two share (the members of one text relate to the page alike)."""
+    page = probe.page
+    ranked = sorted(members, key=lambda m: m.rank)
+    out = []
+    representative = next((m for m in ranked if m.identity != page.identity), None)
+    if representative is not None:
+        held = partial_match(page, representative, design)
+        if held is not None:
+            out.append(held)
+    for other in undominated(ranked) if ranked else []:
+        if other.identity == page.identity:
+            continue
+        back = partial_match(other, page, design)
+        if back is not None and probe.table == first_shared_containment(design, page, other):
+            revisions[other.version_id] = Revision(other.url, other.version_id, None, back)
+    return out
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
@@ -457,7 +549,7 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
         if key in answers:
             seen = answers[key]
             answer = Answer(seen.url, seen.version_id, seen.round_ms, seen.tables + answer.tables,
-                            better(seen.best, answer.best))
+                            better(seen.best, answer.best), merge_partials(seen.partials, answer.partials))
         answers[key] = answer
         revisions += found
     overlay.commit()

@@ -2,13 +2,16 @@
 
 Near-table entry: table (1 byte) | permuted fingerprint (8) | version id (12).
 Band-table entry: table (1 byte, from 0xA0) | band hash (4) | signature hash (8) | version id (12).
+Containment-table entry: 0xE0 | band (1) | 32-bit minimum (4) | size class (1) | text hash (8) | version id (12).
 Exact-table entry: kind (1 byte: 0xF0 text digest, 0xF1 body digest) | digest (32) | version id (12).
-A bucket is the key range sharing `table | key bits` (near), `table | band hash` (band) or
-`kind | digest` (exact); its lower bound is also the bucket's name, the routing key of its probes.
+A bucket is the key range sharing `table | key bits` (near), `table | band hash` (band),
+`0xE0 | band | minimum` (containment) or `kind | digest` (exact); its lower bound is also the bucket's
+name, the routing key of its probes (a containment probe reads only some size classes of its bucket).
 
 Within a bucket, the entries of one fingerprint (near), one signature (band) or one digest (exact)
 form a **group**, whose key is the entry key without the version id: `table | permuted fingerprint`,
-`table | band hash | signature hash` or `kind | digest`. A group of two or more versions keeps its
+`table | band hash | signature hash`, `0xE0 | band | minimum | size class | text hash` (one main
+text) or `kind | digest`. A group of two or more versions keeps its
 summary under the group key itself, which sorts before the group's entries. A version's page is
 stored once per store, under `0xF2 | version id`; entries hold no page.
 
@@ -26,6 +29,13 @@ BAND_TABLE_BASE = 0xA0
 MAX_BANDS = 64
 BAND_BUCKET_BYTES = 5
 BAND_GROUP_BYTES = 13
+CONTAINMENT_KEY = 0xE0
+"""First key byte of every containment-table entry (the band follows)."""
+CONTAINMENT_TABLE_BASE = 0x100
+"""Table ids of containment bands: CONTAINMENT_TABLE_BASE + band (ids, not key bytes: see CONTAINMENT_KEY)."""
+MAX_CONTAINMENT_BANDS = 64
+CONTAINMENT_BUCKET_BYTES = 6
+CONTAINMENT_GROUP_BYTES = 15
 TEXT_TABLE = 0xF0
 BODY_TABLE = 0xF1
 VERSION_RECORD = 0xF2
@@ -65,6 +75,28 @@ def band_bucket_range(table: int, band_hash: int) -> tuple[bytes, bytes]:
     return lo, hi
 
 
+def containment_group_key(band: int, minimum: int, size_class: int, text_sha256: str) -> bytes:
+    return (bytes((CONTAINMENT_KEY, band)) + minimum.to_bytes(4, "big") + bytes((size_class,))
+            + bytes.fromhex(text_sha256)[:8])
+
+
+def containment_bucket_range(band: int, minimum: int, classes: range) -> tuple[bytes, bytes]:
+    """The bucket of one containment band's minimum (its lower bound, the probe's routing key) and the
+    upper bound of its entries whose size class is below `classes.stop`; a probe reads from
+    `containment_read_from` (its lowest class), not from the bucket's start."""
+    bucket = bytes((CONTAINMENT_KEY, band)) + minimum.to_bytes(4, "big")
+    return bucket, bucket + bytes((min(255, classes.stop),))
+
+
+def containment_read_from(bucket: bytes, classes: range) -> bytes:
+    """Where a probe of `bucket` reading the size classes `classes` starts."""
+    return bucket[:CONTAINMENT_BUCKET_BYTES] + bytes((classes.start,))
+
+
+def is_containment_table(table: int) -> bool:
+    return CONTAINMENT_TABLE_BASE <= table < CONTAINMENT_TABLE_BASE + MAX_CONTAINMENT_BANDS
+
+
 def is_band_table(table: int) -> bool:
     return BAND_TABLE_BASE <= table < BAND_TABLE_BASE + MAX_BANDS
 
@@ -89,8 +121,8 @@ def group_range(group: bytes) -> tuple[bytes, bytes]:
 def group_of_key(key: bytes) -> bytes:
     """The group an index key belongs to (a summary key is its own group)."""
     table = key[0]
-    size = NEAR_GROUP_BYTES if table < BAND_TABLE_BASE else BAND_GROUP_BYTES if table < TEXT_TABLE \
-        else EXACT_GROUP_BYTES
+    size = NEAR_GROUP_BYTES if table < BAND_TABLE_BASE else BAND_GROUP_BYTES if table < CONTAINMENT_KEY \
+        else CONTAINMENT_GROUP_BYTES if table < TEXT_TABLE else EXACT_GROUP_BYTES
     return key[:size]
 
 

@@ -19,6 +19,13 @@ of its rows. Two pages share a band when all its rows are equal, so they share t
 bucket; candidates are confirmed by the Jaccard estimate of the whole signatures (>= `jaccard`). The
 probability that two pages whose rows agree with probability s share a band is
 1 - (1 - s**rows)**bands (`band_probability`), the usual S-curve.
+
+A design may also have a containment index (`ContainmentDesign`, with MinHash on): one-row bands over
+32-bit minima of their own permutations (`fingerprint/containment.py`), one table each, whose entries
+are keyed by the page's size class, so that a small page B inside a large page A (low Jaccard, high
+containment of B in A) shares a bucket with A with probability 1 - (1 - J)**bands and a probe reads
+only pages within a few size classes of its own (the reason datasketch's LSH Ensemble partitions by
+set size). Candidates are confirmed by the containment estimate (>= `containment`).
 """
 
 from __future__ import annotations
@@ -29,7 +36,14 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from neardup_core.index.keys import BAND_BUCKET_BYTES, BAND_TABLE_BASE, MAX_BANDS, shared_prefix_bytes
+from neardup_core.index.keys import (
+    BAND_BUCKET_BYTES,
+    BAND_TABLE_BASE,
+    CONTAINMENT_TABLE_BASE,
+    MAX_BANDS,
+    MAX_CONTAINMENT_BANDS,
+    shared_prefix_bytes,
+)
 
 MASK64 = (1 << 64) - 1
 
@@ -77,6 +91,36 @@ class BandDesign:
 
 
 @dataclass(frozen=True)
+class ContainmentDesign:
+    """The containment index: `bands` one-row bands (32-bit minima), and the containment estimate (at
+    least `containment`, in hundredths) that confirms a page B found in a page A as a partial copy."""
+
+    bands: int
+    containment: float
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.bands <= MAX_CONTAINMENT_BANDS:
+            raise ValueError(f"containment bands must be 1 to {MAX_CONTAINMENT_BANDS}, got {self.bands}")
+        if not 0.0 < self.containment <= 1.0 or abs(self.containment * 100 - round(self.containment * 100)) > 1e-9:
+            raise ValueError(f"containment must be a multiple of 0.01 in (0, 1], got {self.containment}")
+
+    @property
+    def name(self) -> str:
+        return f"p{self.bands}-c{round(self.containment * 100):d}"
+
+    def table(self, band: int) -> int:
+        return CONTAINMENT_TABLE_BASE + band
+
+    @property
+    def tables(self) -> range:
+        return range(CONTAINMENT_TABLE_BASE, CONTAINMENT_TABLE_BASE + self.bands)
+
+    def find_probability(self, jaccard: float) -> float:
+        """Probability that two pages of Jaccard similarity `jaccard` share a one-row band."""
+        return 1.0 - (1.0 - jaccard) ** self.bands
+
+
+@dataclass(frozen=True)
 class TableDesign:
     """b blocks over 64 bits and one table per choice of b - k blocks as the bucket key."""
 
@@ -84,6 +128,8 @@ class TableDesign:
     blocks: int
     lsh: BandDesign | None = None
     """The LSH bands of the MinHash signatures, when MinHash is on."""
+    partial: ContainmentDesign | None = None
+    """The containment index (partial copies), when MinHash is on."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.k < self.blocks <= 64:
@@ -92,8 +138,8 @@ class TableDesign:
             raise ValueError(f"a design has at most {BAND_TABLE_BASE} tables, k={self.k} and blocks={self.blocks} "
                              f"give {math.comb(self.blocks, self.k)}")
 
-    def with_bands(self, lsh: BandDesign | None) -> TableDesign:
-        return TableDesign(self.k, self.blocks, lsh)
+    def with_bands(self, lsh: BandDesign | None, partial: ContainmentDesign | None = None) -> TableDesign:
+        return TableDesign(self.k, self.blocks, lsh, partial)
 
     @cached_property
     def block_bits(self) -> tuple[tuple[int, int], ...]:
@@ -127,7 +173,8 @@ class TableDesign:
     @property
     def name(self) -> str:
         near = f"k{self.k}-b{self.blocks}-t{self.table_count}"
-        return near if self.lsh is None else f"{near}-{self.lsh.name}"
+        bands = near if self.lsh is None else f"{near}-{self.lsh.name}"
+        return bands if self.partial is None else f"{bands}-{self.partial.name}"
 
     @cached_property
     def _moves(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
@@ -182,12 +229,14 @@ SEED_DESIGN = TableDesign(k=3, blocks=4)
 
 def design_named(name: str) -> TableDesign:
     """Parse `TableDesign.name` ("k3-b6-t20"; the table count is implied; with bands, e.g.
-    "k3-b6-t20-l16x4-j50": 16 bands of 4 rows, Jaccard >= 0.50)."""
-    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?(?:-l(\d+)x(\d+)(?:b(\d+))?-j(\d+))?", name)
+    "k3-b6-t20-l16x4-j50": 16 bands of 4 rows, Jaccard >= 0.50; with a containment index, e.g.
+    "k3-b6-t20-l16x4-j50-p48-c50": 48 one-row bands, containment >= 0.50)."""
+    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?(?:-l(\d+)x(\d+)(?:b(\d+))?-j(\d+))?(?:-p(\d+)-c(\d+))?", name)
     if not m:
         raise ValueError(f"not a table design name: {name!r} (expected e.g. 'k3-b6-t20')")
     lsh = BandDesign(int(m[3]), int(m[4]), int(m[6]) / 100, int(m[5] or 8)) if m[3] else None
-    return TableDesign(k=int(m[1]), blocks=int(m[2]), lsh=lsh)
+    partial = ContainmentDesign(int(m[7]), int(m[8]) / 100) if m[7] else None
+    return TableDesign(k=int(m[1]), blocks=int(m[2]), lsh=lsh, partial=partial)
 
 
 def choose_design(k: int, expected_pages: int, *, max_tables: int = 64, candidate_weight: float = 1.0) -> TableDesign:

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_sd
-from neardup_core.fingerprint.minhash import shared_band
-from neardup_core.fingerprint.page import text_sketch
+from neardup_core.dedup.rule import containment_estimate, partial_match
+from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_minima, containment_sd
+from neardup_core.fingerprint.minhash import minhash, shared_band
+from neardup_core.fingerprint.page import _digest_and_features, text_sketch
+from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 from neardup_core.testing.containment_pairs import EMBEDDED, SAME_GROUP, UNRELATED, ContainmentPair
 
@@ -48,6 +51,8 @@ class ScoredPair:
 
     pair: ContainmentPair
     estimate: float
+    found: bool | None = None
+    """With `score_index`: whether the partial-copy rule names B in A at the settings' threshold."""
 
     @property
     def error(self) -> float:
@@ -69,6 +74,35 @@ def score(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SET
         if a is None or b is None:  # exact_pair left these out already; kept for other pair sources
             continue
         out.append(ScoredPair(pair, containment(a, b)))
+    return out
+
+
+def score_index(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SETTINGS) -> list[ScoredPair]:
+    """Each pair with the estimate the containment index confirms with (`rule.containment_estimate`: the
+    signature and the 48 containment minima together), and `found`: whether the rule would name B in A at
+    the settings' threshold (`rule.partial_match`: a shared containment band, size classes, not a
+    duplicate, the estimate). What `neardup tune` reports for `NEARDUP_CONTAINMENT`."""
+    cache: dict[str, PageVersion | None] = {}
+
+    def page(text: str) -> PageVersion | None:
+        if text not in cache:
+            digest, features = _digest_and_features(text, settings)
+            if features is None:
+                cache[text] = None
+            else:
+                cache[text] = PageVersion(f"https://pair.invalid/{digest[:16]}", 0.0, 0, digest, digest,
+                                          simhash64(features.hashes, features.weights),
+                                          minhash(features.hashes, settings.bands * settings.rows),
+                                          len(features), containment_minima(features.hashes))
+        return cache[text]
+
+    out = []
+    for pair in pairs:
+        a, b = page(pair.a), page(pair.b)
+        if a is None or b is None or a.text_sha256 == b.text_sha256:
+            continue
+        found = partial_match(a, b, settings.design) is not None
+        out.append(ScoredPair(pair, containment_estimate(a, b), found))
     return out
 
 

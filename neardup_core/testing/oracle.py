@@ -1,4 +1,8 @@
-"""The brute-force oracle: the decision rule applied to all pairs, O(n^2). For tests."""
+"""The brute-force oracle: the decision rule applied to all pairs, O(n^2). For tests.
+
+`oracle_partials` applies the partial-copy rule (`dedup/rule.py`, `partial_match`) to all pairs the same
+way, and `exact_containments` gives the true containment behind each page it names, from the shingle
+sets, for what the estimate cannot say."""
 
 from __future__ import annotations
 
@@ -7,12 +11,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from neardup_core.dedup.gather import JACCARD_DIGITS
-from neardup_core.dedup.rule import Match, better, better_ranked, match_of, verdict_of
+from neardup_core.dedup.rule import Match, better, better_ranked, match_of, merge_partials, partial_match, verdict_of
 from neardup_core.dedup.version import PageVersion
+from neardup_core.fingerprint.containment import exact_containment
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.tables import BandDesign
+from neardup_core.index.tables import BandDesign, TableDesign
+
+Partials = tuple[tuple[str, float], ...]
+"""A `partial_of` as (URL identity, containment rounded to `JACCARD_DIGITS`) pairs, in its order."""
 
 
 def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVersion], k: int,
@@ -69,6 +80,37 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None
                 best = better(best, match_of(life.page, other.page, k, lsh))
         out[url] = (verdict_of(best), best.candidate.url if best else None, best.distance if best else None)
     return out
+
+def oracle_partials(fetches: Iterable[Fetch], design: TableDesign) -> dict[str, Partials]:
+    """`partial_of` per URL identity for its current version, by the rule over all pairs of versions (every
+    indexed version counts, as for duplicates): per main text it holds, that text's best-ranked version of
+    another URL, the `MAX_PARTIALS` best of them; empty for exact duplicates and skipped URLs. Without
+    `max_versions` caps or a retention (the oracle's duplicates take them; this one does not)."""
+    fetches = list(fetches)
+    versions, current = _versions(fetches)
+    verdicts = oracle_from_fetches(fetches, design.k, design.lsh)
+    out: dict[str, Partials] = {url: () for url in verdicts}
+    for url, page in current.items():
+        if verdicts[url][0] == "exact_duplicate":
+            continue
+        found = [p for other in versions if (p := partial_match(page, other, design)) is not None]
+        out[url] = tuple((url_identity(p.candidate.url), round(p.containment, JACCARD_DIGITS))
+                         for p in merge_partials((), found))
+    return out
+
+
+def exact_containments(partials: Mapping[str, Partials], fetches: Iterable[Fetch],
+                       shingles_of: Mapping[str, npt.NDArray[np.uint64]]) -> dict[tuple[str, str], float]:
+    """The exact containment (`containment.exact_containment`) of each named page's shingles in its
+    holder's, by (holder identity, named identity), from `shingles_of` (a main text's digest -> its
+    shingle hashes) and the current versions of `fetches`."""
+    versions, current = _versions(list(fetches))
+    text_of = {url: page.text_sha256 for url, page in current.items()}
+    for v in versions:
+        text_of.setdefault(v.identity, v.text_sha256)
+    return {(url, named): exact_containment(shingles_of[text_of[url]], shingles_of[text_of[named]])
+            for url, named_list in partials.items() for named, _ in named_list}
+
 
 Said = tuple[Any, ...]
 """(verdict, duplicate_of, distance) or (verdict, duplicate_of, distance, jaccard) of a URL."""

@@ -164,6 +164,16 @@ def _fingerprints(result: Explanation) -> Group:
         lines.append(f"[bold]MinHash[/]: Jaccard estimate {mh.jaccard:.3f}{exact}, {passed} {mh.threshold:.2f}; "
                      f"{mh.equal_rows} of {mh.rows} rows equal; bands with all {mh.rows_per_band} rows equal: "
                      f"{len(mh.shared_bands)} of {mh.bands} ({ranges(mh.shared_bands)}{first})")
+    c = result.containment
+    if c is not None:
+        exact_b = f" (exact {c.exact_b_in_a:.3f})" if c.exact_b_in_a is not None else ""
+        exact_a = f" (exact {c.exact_a_in_b:.3f})" if c.exact_a_in_b is not None else ""
+        other = "B" if c.names == "A" else "A"
+        named = f"[green]{c.names}'s partial_of names {other}[/]" if c.names else "neither names the other"
+        lines.append(f"[bold]Containment[/]: B in A {c.b_in_a:.3f}{exact_b}, A in B {c.a_in_b:.3f}{exact_a}; "
+                     f"{c.shingles_a} and {c.shingles_b} distinct shingles (size classes {c.size_classes[0]} and "
+                     f"{c.size_classes[1]}), {c.holder} can hold the other; containment bands with equal minima: "
+                     f"{len(c.shared_bands)} of {c.bands}; threshold {c.threshold:.2f}: {named}")
     return Group(*lines)
 
 

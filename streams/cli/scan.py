@@ -47,6 +47,8 @@ class ScanSummary:
     seconds: float = 0.0
     kinds: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
+    partial_copies: int = 0
+    """URLs whose latest decision names pages they hold (`partial_of` not empty)."""
     reject_reasons: Counter[str] = field(default_factory=Counter)
     reject_places: dict[str, list[str]] = field(default_factory=dict)
     """The first few places (`file:line`, or `file@offset` in a WARC) of each reject reason."""
@@ -87,6 +89,7 @@ class ScanSummary:
         table.add_row("of which revisions", str(self.revisions))
         for verdict, n in sorted(self.verdicts.items()):
             table.add_row(f"URLs {verdict}", str(n))
+        table.add_row("partial copies (partial_of not empty)", str(self.partial_copies))
         if self.host_signals:
             table.add_row("host signals", str(self.host_signals))
         table.add_row("pages per second", f"{rate:.1f}")
@@ -217,6 +220,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     collected = ScanReport([str(p) for p in files], settings_rows(settings, processes=processes, state=state)) \
         if report else None
     latest: dict[str, str] = {}
+    partial: dict[str, bool] = {}
     started = time.perf_counter()
     totals = [count_events(p) for p in files]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
@@ -255,6 +259,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
                     summary.decisions += 1
                     summary.revisions += decision.revision > 1
                     latest[url_identity(decision.url)] = decision.verdict
+                    partial[url_identity(decision.url)] = bool(decision.partial_of)
                     if collected is not None:
                         collected.add_decision(decision)
                 for signal in outcome.host_signals:
@@ -278,6 +283,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
         pool.shutdown()
     dedup.close()
     summary.verdicts = Counter(latest.values())
+    summary.partial_copies = sum(partial.values())
     summary.seconds = time.perf_counter() - started
     if report is not None and collected is not None:
         write_report(report, collected, summary, k=core.k, jaccard=core.jaccard if core.minhash else None)

@@ -20,7 +20,7 @@ from neardup_core.testing.containment_eval import (
     THRESHOLDS,
     ThresholdRow,
     recommend_threshold,
-    score,
+    score_index,
     template_flag_share,
     threshold_row,
     threshold_table,
@@ -44,10 +44,11 @@ class ContainmentTune:
     default: ThresholdRow
 
 
-def tune_containment(corpus: Path, core: CoreSettings, *, sample: int | None = None,
-                     default: float = DEFAULT_CONTAINMENT) -> ContainmentTune:
+def tune_containment(corpus: Path, core: CoreSettings, *, sample: int | None = None) -> ContainmentTune:
     """Builds the labelled pairs from `corpus` (`sample` pages embedded; all when None) and scores every
-    threshold of THRESHOLDS and the default."""
+    threshold of THRESHOLDS and the configured one (`NEARDUP_CONTAINMENT`) with the estimate the
+    containment index confirms with (`containment_eval.score_index`)."""
+    default = core.containment
     if not has_corpus(corpus):
         raise NoCorpus(f"{corpus} is not a corpus folder (no {MANIFEST}): the containment pairs are built from "
                        "a folder of pages with a manifest, such as the project's shared corpus")
@@ -55,7 +56,7 @@ def tune_containment(corpus: Path, core: CoreSettings, *, sample: int | None = N
     # page pairs, 1,000 unrelated pairs), so that precision means the same
     same_group, unrelated = (None, 1000) if sample is None else (sample, round(1.25 * sample))
     made = build_containment_pairs(corpus, sample=sample, same_group=same_group, unrelated=unrelated, settings=core)
-    scored = score(made.pairs, core)
+    scored = score_index(made.pairs, core)
     rows = [threshold_row(scored, t) for t in sorted({*THRESHOLDS, default})]
     chosen = recommend_threshold(rows)
     default_row = next(r for r in rows if r.threshold == default)
@@ -68,8 +69,8 @@ def recommendation_line(result: ContainmentTune) -> str:
     rule = (f"the lowest t whose flags hold at least t - {MARGIN} of B in >= {MIN_FLAG_PRECISION} of cases and "
             f"that flags at most {MAX_TEMPLATE_FLAGS:.0%} of the pairs of different pages of one site")
     d = result.default
-    default = (f"the default {d.threshold:.2f}: precision {d.precision:.3f}, recall {d.recall:.3f} "
-               f"(±{MARGIN}: {d.margin_precision:.3f}, {d.margin_recall:.3f}), "
+    default = (f"NEARDUP_CONTAINMENT {d.threshold:.2f} (default {DEFAULT_CONTAINMENT}): precision {d.precision:.3f}, "
+               f"recall {d.recall:.3f} (±{MARGIN}: {d.margin_precision:.3f}, {d.margin_recall:.3f}), "
                f"{template_flag_share(d):.1%} of same-site pairs flagged")
     r = result.recommended
     if r is None:

@@ -46,12 +46,14 @@ def write(path: Path, events: list[dict], extra: list[bytes] = ()) -> Path:
     return path
 
 
-def scan(tmp: Path, name: str, *inputs: Path, state: Path | None = None) -> tuple[dict[str, dict], Path, Path]:
+def scan(tmp: Path, name: str, *inputs: Path, state: Path | None = None,
+         env: dict[str, str] | None = None) -> tuple[dict[str, dict], Path, Path]:
     out, rejects, hosts = tmp / f"{name}.jsonl", tmp / f"{name}.rejects.jsonl", tmp / f"{name}.hosts.jsonl"
     state = state or tmp / f"{name}.state"
     cmd = [sys.executable, "-m", "streams.cli", "scan", *map(str, inputs), "--state", str(state),
            "--out", str(out), "--rejects", str(rejects), "--hosts", str(hosts), "--no-progress", "--processes", "1"]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=300)
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **(env or {})},
+                            timeout=300)
     assert result.returncode == 0, result.stderr
     assert "events read" in result.stderr  # the summary
     return latest(out), rejects, hosts

@@ -13,13 +13,14 @@ import orjson
 
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
-from neardup_core.testing.oracle import rule_problems
+from neardup_core.hosts.urls import url_identity
+from neardup_core.testing.oracle import oracle_partials, rule_problems
 from streams.cli.scan import run_scan
 from streams.devcluster import Cluster, ClusterError, Record, latest_by_url
 from streams.settings import Settings
 
 K = 3
-CORE = Settings(k=K).core  # the core settings the test workers run with (MinHash on, the defaults)
+CORE = Settings(k=K, partial_copies=True).core  # the test workers' core settings: the defaults and partial copies
 LSH = CORE.design.lsh
 MAX_BODY = 200_000  # NEARDUP_MAX_BODY_BYTES of the test workers
 WORKER_ENV = {
@@ -28,6 +29,7 @@ WORKER_ENV = {
     "NEARDUP_TICK_INTERVAL_S": "1",
     "NEARDUP_DECISION_TIMEOUT_S": "120",
     "NEARDUP_EXTRACT_PROCESSES": "1",
+    "NEARDUP_PARTIAL_COPIES": "1",
 }
 
 
@@ -38,6 +40,12 @@ def fetches_of(events: Iterable[dict[str, Any]]) -> list[Fetch]:
 
 def verdicts(latest: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
     return {u: (d["verdict"], d["duplicate_of"], d["distance"], d["jaccard"]) for u, d in latest.items()}
+
+
+def partials(latest: dict[str, dict[str, Any]]) -> dict[str, tuple[tuple[str, float], ...]]:
+    """`partial_of` per URL identity, as (URL identity, containment) pairs: what `oracle_partials` says."""
+    return {url_identity(u): tuple((url_identity(p["url"]), p["containment"]) for p in d.get("partial_of") or [])
+            for u, d in latest.items()}
 
 
 def dump_latest(latest: dict[str, dict[str, Any]]) -> None:
@@ -51,13 +59,20 @@ def dump_latest(latest: dict[str, dict[str, Any]]) -> None:
 
 
 def scan_decisions(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, tuple[Any, ...]]:
-    """What `neardup scan` decides for the events the stream got, in the order it got them:
-    `run_scan` itself, in this process, over a JSONL file of them."""
+    """What `neardup scan` decides for the events the stream got, in the order it got them (`scan_latest`),
+    as (verdict, duplicate_of, distance, jaccard) per URL."""
+    return verdicts(scan_latest(delivered, workdir))
+
+
+def scan_latest(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, dict[str, Any]]:
+    """The latest decision per URL of `neardup scan` over the events the stream got, in the order it got
+    them: `run_scan` itself, in this process, over a JSONL file of them."""
     path, out = workdir / "scan-input.jsonl", workdir / "scan-decisions.jsonl"
     path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in delivered))
-    summary = run_scan(Settings(k=K), [path], state=workdir / "scan-state", out=out, progress=False)
+    summary = run_scan(Settings(k=K, partial_copies=True), [path], state=workdir / "scan-state", out=out,
+                       progress=False)
     assert summary.rejected == 0
-    return verdicts(latest_by_url([orjson.loads(line) for line in out.read_bytes().splitlines()]))
+    return latest_by_url([orjson.loads(line) for line in out.read_bytes().splitlines()])
 
 
 def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list[dict[str, Any]],
@@ -76,11 +91,15 @@ def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list
     got = verdicts(latest)
     wrong = rule_problems(got, fetches, K, lsh=LSH)
     assert not wrong, f"G2: {len(wrong)} decisions break the rule: {wrong[:5]}"
-    scanned = scan_decisions(delivered or events, pipeline.workdir)
+    scanned_latest = scan_latest(delivered or events, pipeline.workdir)
+    scanned = verdicts(scanned_latest)
     assert rule_problems(scanned, fetches, K, lsh=LSH) == [], "G3: scan's decisions keep the rule"
     assert {u: said[0] for u, said in got.items()} == {u: said[0] for u, said in scanned.items()}, \
         "G3: scan gives the same verdicts"
     assert {said[0] for said in got.values()} >= verdicts_seen
+    named = partials(latest)
+    assert named == oracle_partials(fetches, CORE.design), "G2: partial_of is the oracle's"
+    assert named == partials(scanned_latest), "G3: scan gives the same partial_of"
 
 
 def read_rejected(pipeline: Cluster, expected: set[tuple[str, int, int]], *, timeout_s: float = 180.0,
