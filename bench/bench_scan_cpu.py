@@ -1,10 +1,11 @@
-"""`neardup scan`'s CPU per page and pages/s on real pages: before and after a change, and the jusText +
-datasketch pipeline a user would assemble, in one run (issue 22).
+"""`neardup scan`'s CPU per page and pages/s on real pages: before and after a change, the jusText +
+datasketch pipeline a user would assemble, and the compiled resiliparse + rensa pipeline, in one run (issue 22).
 
-    git worktree add /tmp/cpu-before <commit>                # the code before
-    pip install --target /tmp/cpu22 justext datasketch       # the pipeline's libraries, outside the project
-    python bench/bench_scan_cpu.py --before /tmp/cpu-before --peer-path /tmp/cpu22 [--after .] [--copies 3]
-                                   [--rounds 3] [--processes 2] [--out bench/results/scan-cpu.md]
+    git worktree add <before> <commit>                                 # the code before
+    pip install --target <peer> justext==3.0.2 datasketch==2.0.0       # the pipelines' libraries, outside
+    pip install --target <peer-rr> resiliparse==2.0.0 rensa==0.5.0     # the project
+    python bench/bench_scan_cpu.py --before <before> --peer-path <peer> [--peer-rr-path <peer-rr>] [--after .]
+                                   [--copies 3] [--rounds 3] [--processes 2] [--out bench/results/scan-cpu.md]
 
 **Input.** Every page of the shared corpus (its manifest; pages read where they are, nothing copied into
 the repository) as a `pages.fetched` event (`common.event_of`: the raw body as base64, no declared
@@ -24,7 +25,12 @@ rounds), `--rounds` rounds:
 * ``jusText + datasketch``: ``--peer-path`` first on PYTHONPATH (not the repository), one process: each
   line parsed (orjson) and its body base64-decoded, ``justext.justext(body, English stoplist)`` (its own
   charset guess), the good paragraphs joined, word 3-shingles of the lower-cased text, a
-  ``MinHash(num_perm=128)`` (``update_batch``), ``MinHashLSH(threshold=0.8)`` queried then inserted into.
+  ``MinHash(num_perm=128)`` (``update_batch``), ``MinHashLSH(threshold=0.8)`` queried then inserted into;
+* ``resiliparse + rensa`` (with ``--peer-rr-path``): that directory first on PYTHONPATH, one process: each
+  line parsed and decoded as above, the body decoded with resiliparse's ``detect_encoding`` and
+  ``bytes_to_str``, ``extract_plain_text(html, main_content=True)`` (compiled main-content extraction), the
+  same word 3-shingles, a ``RMinHash(num_perm=128, seed=42)`` (R-MinHash, compiled), ``RMinHashLSH(threshold=0.8,
+  num_perm=128, num_bands=16)`` queried then inserted into.
 
 **Measures.** pages/s = events / the subprocess's wall time (interpreter start and imports included, for
 every contender alike); CPU per page = user + system time of the subprocess and all its children (the
@@ -70,6 +76,7 @@ from common import (
 )
 
 DEFAULT_OUT = REPO / "bench" / "results" / "scan-cpu.md"
+RR = "resiliparse + rensa"
 NUM_PERM = 128
 LSH_THRESHOLD = 0.8
 
@@ -101,6 +108,34 @@ for number, line in enumerate(open(sys.argv[1], "rb")):
     lsh.insert(f"{number}:{event['url']}", m)
 print(json.dumps({"pages": pages, "flagged": flagged, "justext": justext.__file__}))
 """
+
+PIPELINE_RR = r"""
+import base64, json, sys
+import orjson
+from rensa import RMinHash, RMinHashLSH
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+threshold, num_perm = float(sys.argv[2]), int(sys.argv[3])
+lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=RR_BANDS)
+pages = flagged = 0
+for number, line in enumerate(open(sys.argv[1], "rb")):
+    event = orjson.loads(line)
+    pages += 1
+    body = base64.b64decode(event["body_b64"])
+    words = extract_plain_text(bytes_to_str(body, detect_encoding(body)), main_content=True).lower().split()
+    shingles = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)] if len(words) >= 3 else (
+        [" ".join(words)] if words else [])
+    if not shingles:
+        continue
+    m = RMinHash(num_perm=num_perm, seed=42)
+    m.update(shingles)
+    flagged += bool(lsh.query(m))
+    lsh.insert(number, m)
+print(json.dumps({"pages": pages, "flagged": flagged}))
+"""
+RR_BANDS = 16
+"""rensa's LSH bands for 128 permutations (8 rows each), as its examples use them at threshold 0.8."""
 
 # Each checkout's extract() of every corpus page, dumped canonically and hashed.
 EXTRACTIONS = r"""
@@ -221,8 +256,8 @@ def run_scan(checkout: Path, events: Path, work: Path, processes: int, pages: in
                latest_verdicts(out))
 
 
-def run_pipeline(peer_path: Path, events: Path, work: Path, pages: int) -> Run:
-    cmd = [sys.executable, "-c", PIPELINE, str(events), str(LSH_THRESHOLD), str(NUM_PERM)]
+def run_pipeline(peer_path: Path, events: Path, work: Path, pages: int, script: str = PIPELINE) -> Run:
+    cmd = [sys.executable, "-c", script, str(events), str(LSH_THRESHOLD), str(NUM_PERM)]
     wall, cpu, stdout = timed(cmd, work, child_env(peer_path))
     said = orjson.loads(stdout.strip().splitlines()[-1])
     if said["pages"] != pages:
@@ -243,6 +278,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--after", type=Path, default=REPO, help="checkout of the code after (default: this one)")
     p.add_argument("--peer-path", type=Path, required=True,
                    help="a directory holding justext and datasketch (pip install --target DIR justext datasketch)")
+    p.add_argument("--peer-rr-path", type=Path, default=None,
+                   help="a directory holding resiliparse and rensa (pip install --target DIR resiliparse rensa): "
+                        "adds the resiliparse + rensa pipeline")
     p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     p.add_argument("--limit", type=int, default=None, help="only the first N corpus pages (a quick try)")
     p.add_argument("--copies", type=int, default=3, help="times the corpus is written, under other hosts (3)")
@@ -261,7 +299,7 @@ def main(argv: list[str]) -> int:
     pages = copies_of(load_corpus(args.corpus, args.limit), args.copies)
     n = len(pages)
     contenders = ["scan before", *(["scan before, nice 0"] if args.before_nice0 else []), "scan after",
-                  "jusText + datasketch"]
+                  "jusText + datasketch", *([RR] if args.peer_rr_path else [])]
     runs: dict[str, list[Run]] = {name: [] for name in contenders}
     with tempfile.TemporaryDirectory(prefix="bench-scan-cpu-") as tmp:
         work = Path(tmp)
@@ -279,6 +317,9 @@ def main(argv: list[str]) -> int:
             if name == "scan after":
                 return run_scan(after, path, place, args.processes, count)
             place.mkdir()
+            if name == RR:
+                return run_pipeline(args.peer_rr_path.resolve(), path, place, count,
+                                    PIPELINE_RR.replace("RR_BANDS", str(RR_BANDS)))
             return run_pipeline(args.peer_path.resolve(), path, place, count)
 
         say(f"{n} events ({n // args.copies} corpus pages x {args.copies}), {events.stat().st_size / 2**20:.0f} MiB; "
@@ -305,11 +346,13 @@ def main(argv: list[str]) -> int:
         return statistics.median(values)
 
     pipeline = "jusText + datasketch"
+    rr = RR in runs
     table = Table(f"`neardup scan` and the jusText + datasketch pipeline on {n:,} real pages "
                   f"({n // args.copies} corpus pages x {args.copies} hosts), {args.rounds} rounds, median",
                   ["contender", "pages/s", "CPU ms per page, all processes (rounds)", "of it past start-up",
                    "start-up CPU s", "pages/s / pipeline's", "pipeline's CPU / this CPU", "CPU / before's",
-                   "CPU past start-up / before's", "pages/s / before's"])
+                   "CPU past start-up / before's", "pages/s / before's",
+                   *(["CPU / resiliparse + rensa's", "past start-up / resiliparse + rensa's"] if rr else [])])
     for name in contenders:
         rs = runs[name]
         rate = statistics.median(r.pages / r.wall_s for r in rs)
@@ -318,11 +361,12 @@ def main(argv: list[str]) -> int:
         start = statistics.median(r.start_cpu_s for r in rs)
         versus_pipeline = ["1", "1"] if name == pipeline else [
             f"{per_round(name, pipeline, 'rate'):.2f}x", f"{1 / per_round(name, pipeline, 'cpu'):.2f}x"]
-        versus_before = ["", "", ""] if name == pipeline else [
+        versus_rr = [f"{per_round(name, RR, 'cpu'):.2f}x", f"{per_round(name, RR, 'past'):.2f}x"] if rr else []
+        versus_before = ["", "", ""] if name in (pipeline, RR) else [
             f"{per_round(name, 'scan before', 'cpu'):.2f}x", f"{per_round(name, 'scan before', 'past'):.2f}x",
             f"{per_round(name, 'scan before', 'rate'):.2f}x"]
         table.add(name, fmt_rate(rate), f"{statistics.median(per_page):.2f} ({min(per_page):.2f}–{max(per_page):.2f})",
-                  f"{past_start:.2f}", f"{start:.2f}", *versus_pipeline, *versus_before)
+                  f"{past_start:.2f}", f"{start:.2f}", *versus_pipeline, *versus_before, *versus_rr)
 
     same_decisions = all(a.decisions == b.decisions and a.signals == b.signals
                          for a, b in zip(runs["scan before"], runs["scan after"], strict=True))
@@ -336,7 +380,10 @@ def main(argv: list[str]) -> int:
            "itself, no pool, so no nice setting applies). ")
         + "Pipeline: "
         f"justext + datasketch from {args.peer_path} (MinHash(num_perm={NUM_PERM}), MinHashLSH(threshold="
-        f"{LSH_THRESHOLD}), word 3-shingles), one process.",
+        f"{LSH_THRESHOLD}), word 3-shingles), one process."
+        + (f" resiliparse + rensa from {args.peer_rr_path}: extract_plain_text(main_content=True), the same "
+           f"shingles, RMinHash(num_perm={NUM_PERM}), RMinHashLSH(threshold={LSH_THRESHOLD}, num_bands={RR_BANDS}), "
+           "one process." if rr else ""),
         "pages/s over the subprocess's wall time, start-up included; CPU = user + system of the subprocess and "
         "its children; start-up = the CPU of the same command on the first event alone (interpreter, imports, "
         "warm-up, pool), run in each round; past start-up = (CPU - start-up) / pages; ratios taken per round, "
@@ -361,7 +408,8 @@ def main(argv: list[str]) -> int:
     table.print()
     stages.print()
     if str(args.out) != "-":
-        append_results(args.out, f"scan CPU per page before and after, and the jusText + datasketch pipeline "
+        append_results(args.out, "scan CPU per page before and after, and the jusText + datasketch pipeline"
+                       + (" and resiliparse + rensa " if rr else " ") +
                        f"(before: {before}, after: {after})", [table, stages], started=started)
     return 0 if same_decisions and same_extraction else 1
 

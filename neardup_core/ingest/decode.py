@@ -73,7 +73,6 @@ _META_CHARSET = re.compile(
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml\b[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9_.:+-]+)""", re.IGNORECASE)
 _ASCII_JUNK = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])  # the junk characters below 0x80
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080..U+009F in UTF-8
-_REPLACEMENT_UTF8 = "\ufffd".encode()
 
 
 class DecodeError(ValueError):
@@ -144,12 +143,12 @@ def decode_body(body: bytes, *, encoding: str | None = None, content_type: str |
             tried.append(f"{charset} ({source}): invalid bytes")
             continue
         decoded = Decoded(text, charset, source)
-        junk = _junk_share(text)
+        junk = _junk_share(text, body if charset == "utf-8" else None)
         if junk <= MAX_JUNK_SHARE:
             return decoded
         tried.append(f"{charset} ({source}): {junk:.0%} control or replacement characters")
     for detected in _guesses(body):
-        junk = _junk_share(detected.text)
+        junk = _junk_share(detected.text, body if detected.charset == "utf-8" else None)
         if junk <= MAX_JUNK_SHARE:
             return detected
         tried.append(f"{detected.charset} (detected): {junk:.0%} control or replacement characters")
@@ -259,20 +258,24 @@ def _guesses(body: bytes) -> Iterator[Decoded]:
         yield Decoded(_strip_bom(body.decode("cp1252", "neardup-c1-controls")), "cp1252", "detected")
 
 
-def _junk_share(text: str) -> float:
+def _junk_share(text: str, utf8: bytes | None = None) -> float:
     """The share of control and replacement characters in `text` (C0 but tab, newline, form feed and
-    carriage return; DEL; C1; U+FFFD): high for binary bodies.
+    carriage return; DEL; C1; U+FFFD): high for binary bodies. `utf8` is the body `text` was decoded
+    from when that was strict UTF-8 (it is then the text's UTF-8 form, a BOM apart: not encoded again).
 
     Counted on the UTF-8 bytes, at C level: a junk character below 0x80 is one byte of its own (no byte of
-    a longer sequence is below 0x80), a C1 character is ``\\xc2`` and one of 0x80-0x9F, U+FFFD is
-    ``\\xef\\xbf\\xbd``, and each of those sequences is one character; a regex over the text cost
-    twice as much on the pages that are not ASCII (most of the corpus's)."""
+    a longer sequence is below 0x80), a C1 character is ``\\xc2`` and one of 0x80-0x9F, and each of those
+    sequences is one character; a regex over the text cost twice as much on the pages that are not ASCII
+    (most of the corpus's). U+FFFD is counted on the text (one code point, where a search of its three
+    UTF-8 bytes cost three times as much)."""
     if not text:
         return 0.0
-    data = text.encode("utf-8", "surrogatepass")  # lone surrogates (from surrogateescape) are not junk
+    if utf8 is None or utf8.startswith(codecs.BOM_UTF8):
+        utf8 = text.encode("utf-8", "surrogatepass")  # lone surrogates (from surrogateescape) are not junk
+    data = utf8
     junk = len(data) - len(data.translate(None, _ASCII_JUNK))
     if not text.isascii():
-        junk += data.count(_REPLACEMENT_UTF8)
+        junk += text.count("\ufffd")
         if b"\xc2" in data:
             junk += len(_C1_UTF8.findall(data))
     return junk / len(text)

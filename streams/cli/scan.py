@@ -222,7 +222,8 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     latest: dict[str, str] = {}
     partial: dict[str, bool] = {}
     started = time.perf_counter()
-    totals = [count_events(p) for p in files]
+    # the bar's total costs a read of every input before the scan: only when there is a bar
+    totals = [count_events(p) for p in files] if progress else [None]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     items = ((event, core) for event in _counted(files, summary))
     # its processes die with this one
