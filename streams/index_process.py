@@ -149,6 +149,20 @@ def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byt
     return index_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, _PARTITIONS, now_ms)
 
 
+def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes]]], now_ms: int
+                ) -> list[IndexOutcome | str]:
+    """`_index_in_replica` of each partition's records (its RocksDB path, its records), in one call: the
+    outcome of each, or the error of a step that raised (as text, which always pickles), so one
+    partition's failure leaves the others' outcomes."""
+    out: list[IndexOutcome | str] = []
+    for path, raw_records in parts:
+        try:
+            out.append(_index_in_replica(path, prefix_bytes, raw_records, now_ms))
+        except Exception as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+    return out
+
+
 # -- in the worker ------------------------------------------------------------------------------------
 
 
@@ -194,6 +208,30 @@ class IndexProcess:
             self._close(partition % len(self._pools))
             return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
 
+    async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int
+                       ) -> dict[int, IndexOutcome | IndexStepFailed]:
+        """`run` of every partition of a take (partition: its RocksDB path and records), with one call
+        per index process rather than one per partition: at 32 partitions a take touches most of them,
+        and each call costs a round trip and the loop's futures. A step that raised in the process
+        gives `IndexStepFailed` for its partition; a process that died twice raises."""
+        loop = asyncio.get_running_loop()
+        by_process: dict[int, list[int]] = defaultdict(list)
+        for partition in parts:
+            by_process[partition % len(self._pools)].append(partition)
+
+        async def call(i: int, partitions: list[int]) -> list[IndexOutcome | str]:
+            args = (self.core.design.prefix_bytes, [parts[p] for p in partitions], now_ms)
+            try:
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+            except BrokenProcessPool:
+                log.warning("index process %d died; starting it again", i)
+                self._close(i)
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+
+        results = await asyncio.gather(*(call(i, ps) for i, ps in by_process.items()))
+        return {p: r if isinstance(r, IndexOutcome) else IndexStepFailed(r)
+                for ps, rs in zip(by_process.values(), results, strict=True) for p, r in zip(ps, rs, strict=True)}
+
     def _close(self, i: int) -> None:
         pool = self._pools[i]
         if pool is not None:
@@ -203,3 +241,7 @@ class IndexProcess:
     def close(self) -> None:
         for i in range(len(self._pools)):
             self._close(i)
+
+
+class IndexStepFailed(RuntimeError):
+    """The index step of one partition raised in the index process (the error, as text)."""
