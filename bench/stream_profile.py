@@ -29,7 +29,8 @@ def start_py_spy(out_dir: Path, app: str, pids: list[int]) -> list[tuple[subproc
     spies = []
     for i, pid in enumerate(pids):
         path = out_dir / f"{app}-worker{i + 1}.txt"
-        cmd = [str(spy), "record", "--nonblocking", "--subprocesses", "-r", "100", "-f", "raw", "-o", str(path), "-p", str(pid)]
+        cmd = [str(spy), "record", "--nonblocking", "--subprocesses", "-r", "100", "-f", "raw", "-o", str(path),
+               "-p", str(pid)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         spies.append((proc, path))
     return spies

@@ -139,9 +139,10 @@ def merged(outcomes: dict[int, IndexOutcome | IndexStepFailed]) -> IndexOutcome:
 
 
 def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_others(tmp_path: Path) -> None:
-    """`run_many`: every partition of a take in one call per index process, each with its own writes,
-    the answers about one page put together; a partition whose step raises (here a record that is not a probes record) gives `IndexStepFailed`
-    for that partition only; a killed process is replaced and the call made again."""
+    """`run_many`: every partition of a take in one call per index process, each with its own
+    writes, the answers about one page put together; a partition whose step raises (here a record
+    that is not a probes record) gives `IndexStepFailed` for that partition only; a killed process is
+    replaced and the call made again."""
     paths = [tmp_path / f"index-{p}.db" for p in range(3)]
     first, copy = page("https://news.example/a", "a", 0), page("https://mirror.example/a/long/path", "a", 1)
 
