@@ -3,7 +3,9 @@ of samples by the area of the innermost frame, and the functions most often on t
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,16 +16,21 @@ from common import say
 
 
 def start_py_spy(out_dir: Path, app: str, pids: list[int]) -> list[tuple[subprocess.Popen, Path]]:
-    """py-spy on each worker's main process (all its threads), sampling without pausing it."""
-    spy = Path(sys.executable).parent / "py-spy"
-    if not spy.exists():
-        say("no py-spy beside the interpreter: no profile")
+    """py-spy on each worker's processes (the main process, its extraction pool and its index process,
+    all threads), sampling without pausing them. py-spy is the one beside the interpreter, else
+    `$PY_SPY`, else the one on PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else os.environ.get("PY_SPY") or shutil.which("py-spy")
+    if not found:
+        say("no py-spy beside the interpreter, in $PY_SPY or on PATH: no profile")
         return []
+    spy = Path(found)
     out_dir.mkdir(parents=True, exist_ok=True)
     spies = []
     for i, pid in enumerate(pids):
         path = out_dir / f"{app}-worker{i + 1}.txt"
-        cmd = [str(spy), "record", "--nonblocking", "-r", "100", "-f", "raw", "-o", str(path), "-p", str(pid)]
+        cmd = [str(spy), "record", "--nonblocking", "--subprocesses", "-r", "100", "-f", "raw", "-o", str(path),
+               "-p", str(pid)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         spies.append((proc, path))
     return spies

@@ -392,34 +392,43 @@ class Agents:
 
     async def _index_take(self, take: Take, events: Sequence[EventT]) -> None:
         groups = by_partition(events)
-        steps = [asyncio.ensure_future(self._index_step(take, partition, group))
-                 for partition, group in groups.items()]
+        steps = await self._index_steps(take, groups)
         out: dict[int, list[bytes]] = defaultdict(list)
-        try:
-            for (partition, group), step in zip(groups.items(), steps, strict=True):
-                try:
-                    outcomes = [await step]
-                    take.writes(self.tables.index, partition).write_many(outcomes[0].writes)
-                except Exception as exc:
-                    log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
-                                "one at a time in the event loop", len(group), partition, type(exc).__name__, exc)
-                    outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_here,
-                                                    "index")
-                for outcome in outcomes:
-                    self._count_index(outcome)
-                    for destination, packed in outcome.gather.items():
-                        out[destination] += packed
-        finally:
-            for step in steps:
-                step.cancel()
+        for partition, group in groups.items():
+            step = steps[partition]
+            if isinstance(step, IndexOutcome):
+                outcomes = [step]
+                take.writes(self.tables.index, partition).write_many(step.writes)
+            else:
+                log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
+                            "one at a time in the event loop", len(group), partition, type(step).__name__, step)
+                outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_here, "index")
+            for outcome in outcomes:
+                self._count_index(outcome)
+                for destination, packed in outcome.gather.items():
+                    out[destination] += packed
         await self._send_gather_packed(take, out)
 
-    async def _index_step(self, take: Take, partition: int, group: Sequence[EventT]) -> IndexOutcome:
+    async def _index_steps(self, take: Take, groups: dict[int, list[EventT]]
+                           ) -> dict[int, IndexOutcome | Exception]:
+        """Each partition's index step: its outcome, or what it raised. In the index process, every
+        partition of the take goes in one call (`IndexProcess.run_many`)."""
         if self.index_process is None:
-            return self._index_here(Overlay(take.writes(self.tables.index, partition)), partition, group)
-        raws = [event.message.value or b"" for event in group]
-        path = cast(PrefixRocksStore, self.tables.index.data).partition_db_path(partition)
-        return await self.index_process.run(partition, path, raws, now_ms())
+            steps: dict[int, IndexOutcome | Exception] = {}
+            for partition, group in groups.items():
+                try:
+                    steps[partition] = self._index_here(Overlay(take.writes(self.tables.index, partition)),
+                                                        partition, group)
+                except Exception as exc:
+                    steps[partition] = exc
+            return steps
+        store = cast(PrefixRocksStore, self.tables.index.data)
+        parts = {partition: (store.partition_db_path(partition), [event.message.value or b"" for event in group])
+                 for partition, group in groups.items()}
+        try:
+            return dict(await self.index_process.run_many(parts, now_ms()))
+        except Exception as exc:  # the index process died twice: every partition's step failed
+            return {partition: exc for partition in groups}
 
     def _index_here(self, view: Store, partition: int, group: Sequence[EventT]) -> IndexOutcome:
         """`index_step` in the event loop on `view` (the take's transaction, or an attempt over it); the

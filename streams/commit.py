@@ -8,7 +8,9 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
 1. Produce each transaction's writes to its table's changelog, one record per state key (a delete
    is a tombstone), to the table partition's own changelog partition, each carrying the writer's
    group generation in a header (`GENERATION_HEADER`). Keyed by state key, a compacted changelog
-   holds the live state, and recovery replays the live state, not the history.
+   holds the live state, and recovery replays the live state, not the history. A transaction's
+   records go to one partition, so they are appended to aiokafka batches and sent a batch at a time
+   (`produce_batches`), not a record at a time.
 2. Produce the take's outputs (decisions, internal records, dead letters).
 3. Wait until the broker has acknowledged every record of 1 and 2. Any refusal raises: the caller
    stops the worker (`stop_worker`) before the take's input is acknowledged.
@@ -48,7 +50,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
-from faust.types import AppT, RecordMetadata, TableT, TopicT
+from faust.types import AppT, ProducerT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
 from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
@@ -120,26 +122,71 @@ class Take:
         """Steps 1-5 of the module's docstring."""
         headers = [(GENERATION_HEADER, generation_bytes(self.generation))]
         producer = self.app.producer
-        produced: list[tuple[_Transaction, list[tuple[bytes, bytes | None]], list[Awaitable[RecordMetadata]]]] = []
+        produced: list[tuple[_Transaction, list[tuple[bytes, bytes | None]], list[Awaitable[int]]]] = []
+        batches = record_batches(producer)
         for tx in self.transactions.values():  # 1.
             items = tx.overlay.pending()
             if not items:
                 continue
             topic = tx.table.changelog_topic.get_topic_name()
-            acks = [await producer.send(topic, key, value, tx.partition, None, headers) for key, value in items]
+            if batches is not None:
+                acks = await produce_batches(batches, topic, tx.partition, items, headers)
+            else:
+                acks = [_offset(await producer.send(topic, key, value, tx.partition, None, headers))
+                        for key, value in items]
             produced.append((tx, items, acks))
         # 2. (the agent's sends went out as it made them)
         await asyncio.gather(*self.sends)  # 3.
         offsets: list[int] = []
         for _tx, _items, acks in produced:
-            results = await asyncio.gather(*acks)
-            offsets.append(max(r.offset for r in results))
+            offsets.append(max(await asyncio.gather(*acks)))
         if self.app.consumer_generation_id != self.generation:  # 4.
             raise GroupMovedOn(self.generation, self.app.consumer_generation_id)
         for (tx, items, _acks), offset in zip(produced, offsets, strict=True):  # 5.
             cast(PrefixRocksStore, tx.table.data).apply_local(tx.partition, items, offset, self.generation)
         self.transactions.clear()
         self.sends.clear()
+
+
+async def _offset(sent: Awaitable[RecordMetadata]) -> int:
+    return (await sent).offset
+
+
+def record_batches(producer: ProducerT) -> Any | None:
+    """The aiokafka producer under Faust's, when it has aiokafka's batch API (`create_batch`,
+    `send_batch`); None for another driver (the tests' in-memory producer): records go one by one then.
+
+    Faust's `Producer.send` costs a future, a metadata wait and a partition check per record (aiokafka's
+    `_partition` builds the topic's partition set each time, so the cost grows with the partition
+    count); a take's changelog records for one table partition go to one partition, so they are
+    appended to one batch (or a few, each at most `producer_max_batch_size`) and sent with one call.
+    Faust keeps the aiokafka producer in its driver's `_ensure_producer()` (no public accessor in
+    Faust 0.15); `Producer.flush`, which Faust awaits before committing offsets, covers batches sent so."""
+    ensure = getattr(producer, "_ensure_producer", None)
+    client = ensure() if ensure is not None else None
+    return client if client is not None and hasattr(client, "send_batch") else None
+
+
+async def produce_batches(client: Any, topic: str, partition: int, items: list[tuple[bytes, bytes | None]],
+                          headers: list[tuple[str, bytes]]) -> list[Awaitable[int]]:
+    """`items` as records of `topic`'s `partition`, in order, in as few of aiokafka's batches as fit
+    (`BatchBuilder.append` refuses a record once the batch is full; an empty batch takes any record):
+    the offset of each batch's last record, once the broker acknowledged it."""
+    acks: list[Awaitable[int]] = []
+    batch, count = client.create_batch(), 0
+    for key, value in items:
+        if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
+            acks.append(_last_offset(await client.send_batch(batch, topic, partition=partition), count))
+            batch, count = client.create_batch(), 0
+            batch.append(timestamp=None, key=key, value=value, headers=headers)
+        count += 1
+    acks.append(_last_offset(await client.send_batch(batch, topic, partition=partition), count))
+    return acks
+
+
+async def _last_offset(sent: Awaitable[RecordMetadata], count: int) -> int:
+    """A batch's acknowledgement gives its first record's offset; its records' offsets follow on."""
+    return (await sent).offset + count - 1
 
 
 class GroupMovedOn(RuntimeError):

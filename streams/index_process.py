@@ -41,6 +41,7 @@ from typing import Any
 from rocksdict import AccessType, Rdict
 
 from neardup_core.dedup.retention import advance_clock
+from neardup_core.dedup.rule import better, merge_partials
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
 from neardup_core.index.expiry import expire_versions
@@ -73,6 +74,14 @@ def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, part
     caller applies them: the outcome's `writes` are `view`'s). With a retention, the partition's clock
     moves by the probes' pages and the versions first fetched before the horizon are swept first (a
     bounded step), in the same writes."""
+    outcome, answers, revisions = _probe_step(view, raw_records, core, now_ms)
+    outcome.gather = _packed_by_partition([*answers, *revisions], partitions)
+    return outcome
+
+
+def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int
+                ) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
+    """`index_step` without packing its answers and revisions."""
     started = time.perf_counter()
     probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw)]
     outcome = IndexOutcome(probes=len(probes))
@@ -87,14 +96,35 @@ def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, part
             outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
     answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window)
     outcome.writes = view.pending()
+    outcome.seconds = time.perf_counter() - started
+    return outcome, answers, revisions
+
+
+def _packed_by_partition(messages: list[Answer | Revision], partitions: int) -> dict[int, list[bytes]]:
     by_partition: dict[int, list[bytes]] = defaultdict(list)
-    messages: list[Answer | Revision] = [*answers, *revisions]
     for message in messages:
         by_partition[records.partition_of(url_identity(message.url).encode(), partitions)].append(
             records.pack_gather_message(message))
-    outcome.gather = dict(by_partition)
-    outcome.seconds = time.perf_counter() - started
-    return outcome
+    return dict(by_partition)
+
+
+def merged_answers(answers: list[Answer]) -> list[Answer]:
+    """One answer per page version and round: its tables together, its best match the better one.
+
+    A page's probes go to the index partitions of their buckets, so a take of 32 partitions answered
+    a page about 20 times, once per partition it touched, and the gather step decoded and applied
+    each. An answer is "what some tables say about a page", and `probe_batch` already puts the
+    answers of one partition's tables together this way (the tables of two partitions are never the
+    same ones), so putting the partitions' answers together says the same: the gather step merges the
+    best match with `better`, the pages held with `merge_partials`, and counts the tables either way."""
+    merged: dict[tuple[bytes, int], Answer] = {}
+    for answer in answers:
+        key = (answer.version_id, answer.round_ms)
+        seen = merged.get(key)
+        merged[key] = answer if seen is None else Answer(seen.url, seen.version_id, seen.round_ms,
+                                                         seen.tables + answer.tables, better(seen.best, answer.best),
+                                                         merge_partials(seen.partials, answer.partials))
+    return list(merged.values())
 
 
 # -- in the index process ---------------------------------------------------------------------------
@@ -149,6 +179,31 @@ def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byt
     return index_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, _PARTITIONS, now_ms)
 
 
+def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes]]], now_ms: int
+                ) -> list[IndexOutcome | str]:
+    """`_index_in_replica` of each partition's records (its RocksDB path, its records), in one call: the
+    outcome of each, or the error of a step that raised (as text, which always pickles), so one
+    partition's failure leaves the others' outcomes. The answers of every partition are merged
+    (`merged_answers`) and they and the revisions travel in the first outcome's `gather`."""
+    assert _CORE is not None, "the index process starts with _init_index_process"
+    out: list[IndexOutcome | str] = []
+    answers: list[Answer] = []
+    revisions: list[Revision] = []
+    for path, raw_records in parts:
+        try:
+            outcome, said, revised = _probe_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, now_ms)
+        except Exception as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+        else:
+            out.append(outcome)
+            answers += said
+            revisions += revised
+    first = next((o for o in out if isinstance(o, IndexOutcome)), None)
+    if first is not None:  # the call's answers and revisions, in one outcome (the agent sends them all together)
+        first.gather = _packed_by_partition([*merged_answers(answers), *revisions], _PARTITIONS)
+    return out
+
+
 # -- in the worker ------------------------------------------------------------------------------------
 
 
@@ -194,6 +249,30 @@ class IndexProcess:
             self._close(partition % len(self._pools))
             return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
 
+    async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int
+                       ) -> dict[int, IndexOutcome | IndexStepFailed]:
+        """`run` of every partition of a take (partition: its RocksDB path and records), with one call
+        per index process rather than one per partition: at 32 partitions a take touches most of them,
+        and each call costs a round trip and the loop's futures. A step that raised in the process
+        gives `IndexStepFailed` for its partition; a process that died twice raises."""
+        loop = asyncio.get_running_loop()
+        by_process: dict[int, list[int]] = defaultdict(list)
+        for partition in parts:
+            by_process[partition % len(self._pools)].append(partition)
+
+        async def call(i: int, partitions: list[int]) -> list[IndexOutcome | str]:
+            args = (self.core.design.prefix_bytes, [parts[p] for p in partitions], now_ms)
+            try:
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+            except BrokenProcessPool:
+                log.warning("index process %d died; starting it again", i)
+                self._close(i)
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+
+        results = await asyncio.gather(*(call(i, ps) for i, ps in by_process.items()))
+        return {p: r if isinstance(r, IndexOutcome) else IndexStepFailed(r)
+                for ps, rs in zip(by_process.values(), results, strict=True) for p, r in zip(ps, rs, strict=True)}
+
     def _close(self, i: int) -> None:
         pool = self._pools[i]
         if pool is not None:
@@ -203,3 +282,7 @@ class IndexProcess:
     def close(self) -> None:
         for i in range(len(self._pools)):
             self._close(i)
+
+
+class IndexStepFailed(RuntimeError):
+    """The index step of one partition raised in the index process (the error, as text)."""

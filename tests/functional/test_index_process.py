@@ -17,7 +17,7 @@ from neardup_core.index.bucket import Answer, Revision, probes_for
 from neardup_core.settings import CoreSettings
 from neardup_core.store.rocks import RocksStore, rocks_options
 from streams import records
-from streams.index_process import IndexOutcome, IndexProcess
+from streams.index_process import IndexOutcome, IndexProcess, IndexStepFailed
 
 CORE = CoreSettings()
 PARTITIONS = 4
@@ -120,6 +120,53 @@ def test_two_index_processes_each_keep_their_partitions(tmp_path: Path) -> None:
             assert [said(o) for o in outcomes] == [({first.url}, set())] * 2
             after = await index.start()
             assert after[0] == pids[0] and after[1] not in pids
+        finally:
+            index.close()
+            for primary in primaries:
+                primary.close()
+
+    asyncio.run(scenario())
+
+
+def merged(outcomes: dict[int, IndexOutcome | IndexStepFailed]) -> IndexOutcome:
+    """The gather messages of a `run_many` call's outcomes, in one outcome."""
+    gather: dict[int, list[bytes]] = {}
+    for outcome in outcomes.values():
+        if isinstance(outcome, IndexOutcome):
+            for partition, packed in outcome.gather.items():
+                gather[partition] = gather.get(partition, []) + packed
+    return IndexOutcome(gather=gather)
+
+
+def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_others(tmp_path: Path) -> None:
+    """`run_many`: every partition of a take in one call per index process, each with its own
+    writes, the answers about one page put together; a partition whose step raises (here a record
+    that is not a probes record) gives `IndexStepFailed` for that partition only; a killed process is
+    replaced and the call made again."""
+    paths = [tmp_path / f"index-{p}.db" for p in range(3)]
+    first, copy = page("https://news.example/a", "a", 0), page("https://mirror.example/a/long/path", "a", 1)
+
+    async def scenario() -> None:
+        index = IndexProcess(CORE, PARTITIONS, 8 << 20)
+        primaries = [open_primary(path) for path in paths]
+        try:
+            pids = await index.start()
+            outcomes = await index.run_many({0: (str(paths[0]), [probes_record(first)]),
+                                             1: (str(paths[1]), [probes_record(first)]),
+                                             2: (str(paths[2]), [b"not msgpack"])}, 0)
+            assert isinstance(outcomes[2], IndexStepFailed)
+            for p in (0, 1):
+                outcome = outcomes[p]
+                assert isinstance(outcome, IndexOutcome) and outcome.writes
+                apply(primaries[p], outcome)
+            assert said(merged(outcomes)) == ({None}, set())
+            os.kill(pids[0], signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            outcomes = await index.run_many({p: (str(paths[p]), [probes_record(copy)]) for p in (0, 1)}, 0)
+            assert said(merged(outcomes)) == ({first.url}, set())
+            answers = [m for packed in merged(outcomes).gather.values() for r in records.gather_records_packed(packed)
+                       for m in records.decode_gather(r)]
+            assert len(answers) == 1  # the two partitions' answers about the page, as one
         finally:
             index.close()
             for primary in primaries:
