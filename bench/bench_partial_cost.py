@@ -33,7 +33,9 @@ def events_of(paths: list[str]) -> list[bytes]:
 
 
 def main(paths: list[str]) -> None:
-    settings = CoreSettings()
+    # partial copies on where the tree has them (they are off by default); a tree before them runs as it is
+    on = {"partial_copies": True} if "partial_copies" in CoreSettings.__dataclass_fields__ else {}
+    settings = CoreSettings(**on)
     fetches = [f for raw in events_of(paths) if isinstance(f := fingerprint_event(raw, settings=settings), Fetch)]
     engine = Engine(settings)
     spent = [0.0]
