@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaProducer
 from faust.app.base import App
 from faust.stores.rocksdb import Store
 from faust.streams import Stream
 from faust.tables.recovery import Recovery
 from faust.transport.consumer import Consumer, ThreadDelegateConsumer
+from faust.transport.drivers.aiokafka import Producer
 from mode.utils.queues import FlowControlEvent, ThrowableQueue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +63,12 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
      "streams/stores.py: apply_local writes the persisted offset under offset_key as it does"),
     (Store.persisted_offset, "6f2e502fb86043a1",
      "streams/stores.py: recovery resumes from the offset apply_local writes, read back here"),
+    (Producer._ensure_producer, "5592a4bbdf251325",
+     "streams/commit.py: record_batches reaches the aiokafka producer under Faust's through it"),
+    (AIOKafkaProducer.send_batch, "bf42b0f0c5c0646d",
+     "streams/commit.py: produce_batches; its future gives the batch's first offset, the rest follow on"),
+    (AIOKafkaProducer.create_batch, "c4efda4bb7a09741",
+     "streams/commit.py: produce_batches fills a batch up to the producer's max_batch_size"),
 ]
 
 
