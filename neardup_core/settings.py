@@ -104,8 +104,8 @@ class CoreSettings:
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
     partial_copies: bool = False
     """Partial copies (`partial_of`): the containment index beside the LSH bands, with MinHash on. Off by
-    default: its work per page is not bounded yet (a bucket of a common minimum grows with the
-    collection; bench/RESULTS.md, issue 25), so it costs 9x the index step on the corpus's pages."""
+    default: its work per page is not bounded yet (a bucket holds every copy of a text, which grows with the
+    collection; bench/RESULTS.md, issue 25): 3.7x the index step on the corpus's pages."""
     containment: float = DEFAULT_CONTAINMENT
     """The containment estimate at or above which a page that holds another page's main text names it in
     `partial_of` (a partial copy), with MinHash on: 0.01 to 1, in hundredths. 0.5 was chosen on labelled

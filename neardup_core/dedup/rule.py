@@ -35,7 +35,6 @@ from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.containment import (
     MAX_SIZE_CLASSES,
     containment_from_jaccard,
-    pooled_jaccard,
     size_class,
 )
 from neardup_core.fingerprint.minhash import jaccard as jaccard_estimate
@@ -121,11 +120,11 @@ def shared_minimum(a: PageVersion, b: PageVersion, bands: int) -> int | None:
 
 
 def containment_estimate(a: PageVersion, b: PageVersion, bits: int = 8) -> float:
-    """The containment estimate of B's shingles in A's: from the Jaccard estimate of the signatures and
-    containment minima together (`containment.pooled_jaccard`) and the distinct shingle counts."""
-    assert a.minima is not None and b.minima is not None and a.shingles is not None and b.shingles is not None
-    j = pooled_jaccard(a.minhash, b.minhash, a.minima, b.minima, bits)
-    return containment_from_jaccard(j, a.shingles, b.shingles)
+    """The containment estimate of B's shingles in A's: from the Jaccard estimate of the two signatures and
+    the distinct shingle counts (`containment.containment_from_jaccard`). The containment minima only find
+    candidates: they are over longer shingles (`containment.MINIMA_SHINGLE_SIZE`)."""
+    assert a.minhash is not None and b.minhash is not None and a.shingles is not None and b.shingles is not None
+    return containment_from_jaccard(jaccard_estimate(a.minhash, b.minhash, bits), a.shingles, b.shingles)
 
 
 def partial_match(page: PageVersion, other: PageVersion, design: TableDesign) -> Partial | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
-from neardup_core.fingerprint.containment import ShingleSketch, containment_minima
+from neardup_core.fingerprint.containment import ShingleSketch, text_minima
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
@@ -113,11 +113,11 @@ def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFA
     reason = skip_reason(main)
     if reason is not None:
         return skipped(reason, main)
-    text_digest, features = _digest_and_features(main.text, settings)
+    toks, text_digest, features = _tokens_digest_and_features(main.text, settings)
     if features is None:
         return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest, None), main
     signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
-    minima = containment_minima(features.hashes) if settings.design.partial is not None else None
+    minima = text_minima(toks) if settings.design.partial is not None else None
     return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, text_digest,
                  simhash64(features.hashes, features.weights), minhash=signature,
                  shingles=len(features) if minima is not None else None, minima=minima), main
@@ -166,9 +166,16 @@ def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) 
 
 def _digest_and_features(main_text: str, settings: CoreSettings) -> tuple[str, Features | None]:
     """The text digest, and the shingle features (None when fewer than `min_features`)."""
+    _, digest, features = _tokens_digest_and_features(main_text, settings)
+    return digest, features
+
+
+def _tokens_digest_and_features(main_text: str, settings: CoreSettings
+                                ) -> tuple[list[str], str, Features | None]:
+    """The tokens, `_digest_and_features`."""
     toks = tokens(main_text)
     features = token_features(toks, settings.shingle_size)
-    return tokens_sha256(toks), features if len(features) >= settings.min_features else None
+    return toks, tokens_sha256(toks), features if len(features) >= settings.min_features else None
 
 
 def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:

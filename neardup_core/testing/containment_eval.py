@@ -24,9 +24,9 @@ import numpy as np
 
 from neardup_core.dedup.rule import containment_estimate, partial_match
 from neardup_core.dedup.version import PageVersion
-from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_minima, containment_sd
+from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_sd, text_minima
 from neardup_core.fingerprint.minhash import minhash, shared_band
-from neardup_core.fingerprint.page import _digest_and_features, text_sketch
+from neardup_core.fingerprint.page import _tokens_digest_and_features, text_sketch
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 from neardup_core.testing.containment_pairs import EMBEDDED, SAME_GROUP, UNRELATED, ContainmentPair
@@ -79,21 +79,21 @@ def score(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SET
 
 def score_index(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SETTINGS) -> list[ScoredPair]:
     """Each pair with the estimate the containment index confirms with (`rule.containment_estimate`: the
-    signature and the 48 containment minima together), and `found`: whether the rule would name B in A at
+    signature's), and `found`: whether the rule would name B in A at
     the settings' threshold (`rule.partial_match`: a shared containment band, size classes, not a
     duplicate, the estimate). What `neardup tune` reports for `NEARDUP_CONTAINMENT`."""
     cache: dict[str, PageVersion | None] = {}
 
     def page(text: str) -> PageVersion | None:
         if text not in cache:
-            digest, features = _digest_and_features(text, settings)
+            toks, digest, features = _tokens_digest_and_features(text, settings)
             if features is None:
                 cache[text] = None
             else:
                 cache[text] = PageVersion(f"https://pair.invalid/{digest[:16]}", 0.0, 0, digest, digest,
                                           simhash64(features.hashes, features.weights),
                                           minhash(features.hashes, settings.bands * settings.rows),
-                                          len(features), containment_minima(features.hashes))
+                                          len(features), text_minima(toks))
         return cache[text]
 
     out = []
