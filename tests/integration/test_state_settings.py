@@ -45,13 +45,13 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     events = generate_crawl(seed=21)
     third = len(events) // 3
     first, later, last = events[:third], events[third: 2 * third], events[2 * third:]
-    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75
+    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75-p48-c50
     pipeline.wait_balanced(["a"])
     pipeline.publish(first)
     pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in first}))
 
     other = Cluster(kafka_bootstrap, pipeline.prefix, pipeline.workdir,
-                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75
+                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75-p48-c50
     try:
         returncode = other.start_worker("b").wait(timeout=180)
     finally:
@@ -60,11 +60,14 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     assert returncode == 2, log
     refusals = [line for line in log.splitlines() if line.startswith("neardup worker: refusing to start")]
     assert len(refusals) == 1, log
-    assert ("the table design is k3-b5-t10-l20x4-j75 in the state, k3-b4-t4-l20x4-j75 here "
+    state_design, other_design = (Settings(partial_copies=True, expected_pages=n).core.design.name
+                                  for n in (10**6, 1000))
+    assert (state_design, other_design) == ("k3-b5-t10-l20x4-j75-p48-c50", "k3-b4-t4-l20x4-j75-p48-c50")  # WORKER_ENV
+    assert (f"the table design is {state_design} in the state, {other_design} here "
             "(NEARDUP_EXPECTED_PAGES 1000000 there, 1000 here)") in refusals[0], refusals[0]
     assert "NEARDUP_APP_ID" in refusals[0]
     topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=20).topics
-    assert f"{pipeline.app_id}-index-k3-b4-t4-l20x4-j75-changelog" not in topics, "the refused worker made none"
+    assert f"{pipeline.app_id}-index-{other_design}-changelog" not in topics, "the refused worker made none"
     assert len(settings_records(kafka_bootstrap, pipeline.app_id)) == 1, "only the first worker recorded"
 
     pipeline.check_alive()

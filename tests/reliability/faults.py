@@ -54,10 +54,14 @@ def produce(cluster: Cluster, topic: str, records: list[tuple[bytes | None, byte
 
 
 def changelog_topics(cluster: Cluster) -> list[str]:
-    """The full names of the app's table changelog topics."""
+    """The full names of the app's table changelog topics, of the design its workers run (partial copies
+    on or off, as their environment says: the index's name has the containment tables)."""
+    import dataclasses
+
     from streams.topics import changelog_specs
 
-    return [spec.name for spec in changelog_specs(cluster.settings)]
+    partial = cluster.worker_env.get("NEARDUP_PARTIAL_COPIES", "0") not in ("", "0", "false", "no", "off")
+    return [spec.name for spec in changelog_specs(dataclasses.replace(cluster.settings, partial_copies=partial))]
 
 
 def alter_topic_config(cluster: Cluster, topic: str, config: dict[str, str | None], *, full_name: bool = False) -> None:
