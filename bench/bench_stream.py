@@ -194,6 +194,7 @@ def main(argv: list[str]) -> int:
     failures: list[str] = []
     jsonl = write_events(events, base / "events.jsonl") if args.scan else None
     try:
+        args.broker_log_dir = None  # bytes and batches per topic are read from it (`stream_logdir`)
         if args.broker:
             bootstrap, broker_pid = args.broker, None
         else:
@@ -205,6 +206,7 @@ def main(argv: list[str]) -> int:
             except ClusterError as exc:
                 raise SystemExit(str(exc)) from None
             bootstrap, broker_pid = broker.bootstrap, broker.pid
+            args.broker_log_dir = broker_dir / "data"
         if args.warmup:
             # in one run, the broker spent 3-5 ms of CPU per page in its first phases and 1.0-1.5 later
             # (its JVM compiling its hot paths): the code measured first paid for it

@@ -22,6 +22,7 @@ from common import percentile, say
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from stream_input import Event
+from stream_logdir import topic_usage
 from stream_procfs import Sampler, cpu_snapshot, cpu_usage, memory_of
 from stream_profile import start_py_spy, stop_py_spy
 
@@ -271,6 +272,7 @@ class Phase:
     latencies_ms: list[int] = field(default_factory=list)
     unmatched: int = 0
     records: dict[str, int] = field(default_factory=dict)
+    log_usage: dict[str, tuple[int, int]] = field(default_factory=dict)  # topic -> (bytes, batches) on its disk
     gather: dict[str, int] = field(default_factory=dict)
     memory: list[dict[str, int]] = field(default_factory=list)
     peak_rss: list[int] = field(default_factory=list)
@@ -380,6 +382,9 @@ def run_phase(
         phase.memory = [memory_of(p) for p in pids]
         phase.metrics = cluster.metrics_total()
         phase.records = topic_records(cluster)
+        if getattr(args, "broker_log_dir", None) is not None:
+            usage = topic_usage(args.broker_log_dir, list(phase.records))
+            phase.log_usage = {t: (u.bytes, u.batches) for t, u in usage.items()}
         phase.gather = dict(gather_kinds(cluster))
         say(f"  {phase.rate:.1f} pages/s over {phase.elapsed_s:.1f}s; {phase.decisions} decision records")
     finally:

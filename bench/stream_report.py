@@ -77,6 +77,14 @@ def records_by_kind(p: Phase) -> dict[str, int]:
     return out
 
 
+def usage_by_kind(p: Phase, field: int) -> dict[str, int]:
+    """Per kind (`KINDS`), the phase's bytes (`field` 0) or record batches (1) on the broker's disk."""
+    out = dict.fromkeys(KINDS, 0)
+    for t, usage in p.log_usage.items():
+        out[topic_kind(t, p.app)] += usage[field]
+    return out
+
+
 def phase_rows(p: Phase) -> list[tuple[str, str]]:
     """(metric, value) rows describing one phase."""
     rows: list[tuple[str, str]] = []
@@ -115,6 +123,21 @@ def phase_rows(p: Phase) -> list[tuple[str, str]]:
         groups[topic_group(t, p.app)] += n
     for g, n in sorted(groups.items(), key=lambda kv: -kv[1]):
         rows.append((f"  {g}", f"{n / p.pages:.2f} ({n})"))
+    if p.log_usage:
+        for field, what, fmt in ((0, "bytes", "{:.0f}"), (1, "record batches", "{:.2f}")):
+            kinds = usage_by_kind(p, field)
+            rows.append((f"Kafka {what} per page on the broker's disk, all topics",
+                         fmt.format(sum(kinds.values()) / p.pages)))
+            rows.append(("  by kind: input / internal / changelogs / outputs",
+                         " / ".join(fmt.format(kinds[k] / p.pages) for k in KINDS)))
+        by_group: Counter[str] = Counter()
+        batches_by_group: Counter[str] = Counter()
+        for t, (size, batches) in p.log_usage.items():
+            by_group[topic_group(t, p.app)] += size
+            batches_by_group[topic_group(t, p.app)] += batches
+        for g, n in sorted(by_group.items(), key=lambda kv: -kv[1]):
+            per_page = f"{n / p.pages:.0f} / {batches_by_group[g] / p.pages:.2f}"
+            rows.append((f"  {g}: bytes / batches per page", per_page))
     if p.gather:
         rows.append(("  neardup.gather by kind", ", ".join(f"{k} {v}" for k, v in sorted(p.gather.items()))))
     for i, m in enumerate(p.memory):
@@ -408,6 +431,12 @@ def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[in
         by_kind = records_by_kind(p)
         return sum(by_kind[k] for k in kinds) / p.pages
 
+    def usage_per_page(p: Phase, field: int, kinds: tuple[str, ...]) -> float | None:
+        if not p.log_usage:
+            return None
+        by_kind = usage_by_kind(p, field)
+        return sum(by_kind[k] for k in kinds) / p.pages
+
     def scan_rate(s: ScanRun | None) -> float | None:
         return s.rate or None if s is not None else None
 
@@ -439,6 +468,16 @@ def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[in
             ("  changelogs", lambda ph, s, g=get_phase: per_page(g(ph), ("changelog",)), "{:.2f}", True),
             ("  outputs (decisions, host signals, rejected)",
              lambda ph, s, g=get_phase: per_page(g(ph), ("output",)), "{:.2f}", True),
+        ]
+        specs += [  # none with --broker: no log directory to read
+            (f"Kafka bytes per page on the broker's disk ({run})",
+             lambda ph, s, g=get_phase: usage_per_page(g(ph), 0, KINDS), "{:.0f}", True),
+            ("  changelogs", lambda ph, s, g=get_phase: usage_per_page(g(ph), 0, ("changelog",)), "{:.0f}", True),
+            ("  internal topics", lambda ph, s, g=get_phase: usage_per_page(g(ph), 0, ("internal",)), "{:.0f}",
+             True),
+            (f"Kafka record batches per page ({run})",
+             lambda ph, s, g=get_phase: usage_per_page(g(ph), 1, KINDS), "{:.2f}", True),
+            ("  changelogs", lambda ph, s, g=get_phase: usage_per_page(g(ph), 1, ("changelog",)), "{:.2f}", True),
         ]
     specs += [
         ("RSS per worker at the end, MiB (mean, throughput run)",
@@ -635,6 +674,11 @@ def report(
         "input = pages.fetched (1 per page by construction), internal = neardup.gather, neardup.probes, "
         "neardup.hosts and Faust's assignor topic, changelogs = `{app}-*-changelog`, outputs = "
         "dedup.decisions, frontier.host-signals, pages.rejected;",
+        "- **Kafka bytes and record batches per page** = the record batches of the same topics' log segments "
+        "in the broker's log directory after the phase (`bench/stream_logdir.py` walks their headers: "
+        "bytes as stored, compressed where the producer compressed, batch headers included), divided by "
+        "pages: what the broker wrote and the batches it took, which records alone do not tell (one batch "
+        "may hold one record or a thousand); not measured with `--broker` (no log directory to read);",
         "- **RSS** = worker process + its descendants (the extraction pool), from /proc; PSS counts pages "
         "shared after fork once;",
         "- **CPU**, in cores (1.0 = one core for the whole phase), from `/proc/<pid>/task/*/schedstat`: "
