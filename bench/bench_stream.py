@@ -28,7 +28,8 @@ reads its own settings from the environment, e.g. TABLE_STANDBY_REPLICAS=0 or PR
 Input: the generated crawl (`neardup_core.testing.synthetic.generate_crawl(seed, scale=S)`) and, unless
 `--no-corpus` or the folder is absent, the real pages of the shared corpus (`pages/*/*.html.gz`, as
 `pages.fetched` events with their manifest URL; pages without one are skipped), spread evenly through
-the crawl. Every event is keyed by its URL, as `neardup publish` does.
+the crawl; `--corpus-copies N` writes them N times, the copies under other hosts (`copy1.<host>`, ...),
+as a crawl meets mirrors of real pages. Every event is keyed by its URL, as `neardup publish` does.
 
 Unless `--broker` is given, a broker is started with `deploy/local-kafka start --port 0` in a temporary
 directory, deleting a topic's files at once (each phase's topics are deleted after it). Everything
@@ -96,6 +97,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus (skipped if absent)")
     p.add_argument("--no-corpus", action="store_true", help="only the generated crawl")
     p.add_argument("--corpus-limit", type=int, default=None, help="at most this many corpus pages")
+    p.add_argument("--corpus-copies", type=int, default=1,
+                   help="write the corpus pages this many times, the copies under other hosts (default 1)")
     p.add_argument("--workers", default="1,2", help="worker counts to compare, the first is the base (default 1,2)")
     p.add_argument("--repeat", type=int, default=1, help="run the whole sequence this many times")
     p.add_argument("--partitions", type=int, default=8)
@@ -179,7 +182,7 @@ def main(argv: list[str]) -> int:
     load_before = Path("/proc/loadavg").read_text().split(" ")[0]
     events = crawl_events(args.seed, args.scale)
     if not args.no_corpus:
-        corpus = corpus_events(args.corpus, args.corpus_limit)
+        corpus = corpus_events(args.corpus, args.corpus_limit, args.corpus_copies)
         if not corpus:
             say(f"no corpus pages under {args.corpus}: the generated crawl only")
         events = interleave(events, corpus)

@@ -611,7 +611,10 @@ def report(
         f"- input: {len(events)} `pages.fetched` events, {len({e.url for e in events})} URLs: "
         f"{sources.get('crawl', 0)} from `generate_crawl({args.seed}, scale={args.scale})` "
         f"(~3 KB each) and {sources.get('corpus', 0)} real pages of {args.corpus} (~60 KB each, "
-        "`MANIFEST.jsonl` order, those with a URL), spread evenly through the crawl; the same events for "
+        "`MANIFEST.jsonl` order, those with a URL"
+        + (f"; {args.corpus_copies} times, the copies under other hosts" if getattr(args, "corpus_copies", 1) > 1
+           else "")
+        + "), spread evenly through the crawl; the same events for "
         "every code, worker count and phase" + (", and for scan" if args.scan else ""),
         f"- topics: {args.partitions} partitions each (`neardup topics create --partitions "
         f"{args.partitions}`, run from the code's checkout); "
