@@ -19,11 +19,16 @@ Format 4 adds partial copies: a `Fetch` list may carry its shingle count and con
 (base64) as tenth and eleventh elements (its ninth, the signature, then present or null), a page
 version its shingle count and minima (bytes) as eighth and ninth, an `Answer` its partials as a sixth,
 a `Revision` a `Partial` as a fourth (its match then null). Format 3 is format 4 without them.
+Format 5: a probe whose page version is that of an earlier probe in the same record carries that
+probe's index (an integer) instead of the page version, so a page's probes to one partition carry it
+once (a page version with its signature and minima is most of a probe's bytes). Format 4 is format 5
+without references.
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -35,8 +40,8 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
 
-VERSION = 4
-READABLE = (2, 3, 4)
+VERSION = 5
+READABLE = (2, 3, 4, 5)
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int
 HostChange = tuple[Decision, Decision | None]
@@ -168,24 +173,59 @@ def decode_gather(raw: bytes) -> list[GatherMessage]:
 
 
 def encode_probes(probes: Iterable[Probe]) -> bytes:
-    return _pack([VERSION, [p.to_list() for p in probes]])
+    """One probes record of all `probes` (`probe_records` without a size limit)."""
+    out = probe_records(probes, max_bytes=sys.maxsize)
+    return out[0] if out else _pack([VERSION, []])
 
 
-def probe_records(probes: Iterable[Probe], max_bytes: int = RECORD_BYTES) -> Iterator[bytes]:
-    """The probes in order, as probes records of at most about `max_bytes` each."""
-    return _records((p.to_list() for p in probes), max_bytes)
+def probe_records(probes: Iterable[Probe], max_bytes: int = RECORD_BYTES) -> list[bytes]:
+    """The probes in order, as probes records of at most about `max_bytes` each; within a record, a
+    probe of a page version an earlier probe of the record carried refers to that probe (format 5)."""
+    packer = msgpack.Packer(use_bin_type=True)
+    out: list[bytes] = []
+    chunk: list[bytes] = []
+    size = 0
+    # id of a page version -> the record's first probe carrying it; the probes of one page share one
+    # `PageVersion` object (`probes_for`), and `kept` holds each so that its id is not reused
+    carried: dict[int, int] = {}
+    kept: list[PageVersion] = []
+    for probe in probes:
+        page = id(probe.page)
+        ref = carried.get(page)
+        if ref is None:
+            packed = packer.pack(probe.to_list())
+        else:  # `Probe.to_list` with the reference in place of the page version
+            packed = packer.pack([probe.table, probe.lo, probe.hi, probe.group, ref, True] if probe.remove
+                                 else [probe.table, probe.lo, probe.hi, probe.group, ref])
+        if chunk and size + len(packed) > max_bytes:
+            out.append(_frame(packer, chunk))
+            chunk, size, carried = [], 0, {}
+            if ref is not None:  # the page version it named is in the record just closed
+                packed = packer.pack(probe.to_list())
+        if page not in carried:
+            carried[page] = len(chunk)
+            kept.append(probe.page)
+        chunk.append(packed)
+        size += len(packed)
+    if chunk:
+        out.append(_frame(packer, chunk))
+    return out
 
 
 def decode_probes(raw: bytes) -> list[Probe]:
     """The probes of a record; the probes of one page share one `PageVersion` (which computes its
     identity, id and rank once)."""
     pages: dict[tuple[Any, ...], PageVersion] = {}
-    out = []
+    out: list[Probe] = []
     for table, lo, hi, group, page, *remove in _body(raw, "probes"):
-        key = tuple(page)
-        version = pages.get(key)
-        if version is None:
-            version = pages[key] = PageVersion.from_list(page)
+        if isinstance(page, int):
+            if not 0 <= page < len(out):
+                raise ValueError(f"probe {len(out)} refers to probe {page}'s page version, not an earlier probe")
+            version = out[page].page
+        else:
+            key = tuple(page)
+            known = pages.get(key)
+            version = pages[key] = PageVersion.from_list(page) if known is None else known
         out.append(Probe(table, lo, hi, group, version, bool(remove and remove[0])))
     return out
 
