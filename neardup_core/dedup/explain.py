@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from typing import Any, Literal
 
@@ -164,6 +164,9 @@ class ContainmentReport:
     holder: Side
     names: Side | None
     threshold: float
+    enabled: bool = True
+    """Whether the settings name partial copies (`NEARDUP_PARTIAL_COPIES`); when off, the report is what
+    the index would find with them on, and `names` says which page's `partial_of` would name the other."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +248,19 @@ def explain(a: PageSource, b: PageSource, settings: CoreSettings) -> Explanation
         settings={"k": settings.k, "design": settings.design.name, "shingle_size": settings.shingle_size,
                   "min_features": settings.min_features, "minhash": settings.minhash, "bands": settings.bands,
                   "rows": settings.rows, "jaccard": settings.jaccard, "containment": settings.containment},
-        containment=_containment_report(fetch_a, fetch_b, main_a, main_b, settings))
+        containment=_containment(a, b, fetch_a, fetch_b, main_a, main_b, settings))
+
+
+def _containment(a: PageSource, b: PageSource, fetch_a: Fetch, fetch_b: Fetch, main_a: Extraction | None,
+                 main_b: Extraction | None, settings: CoreSettings) -> ContainmentReport | None:
+    """`_containment_report` under the settings, or, with partial copies off, under the same settings with
+    them on (the pages fingerprinted again for their containment minima), marked as not enabled."""
+    if settings.partial_copies:
+        return _containment_report(fetch_a, fetch_b, main_a, main_b, settings)
+    on = replace(settings, partial_copies=True)
+    (on_a, on_main_a), (on_b, on_main_b) = _fingerprinted("A", a, on), _fingerprinted("B", b, on)
+    report = _containment_report(on_a, on_b, on_main_a, on_main_b, on)
+    return None if report is None else replace(report, enabled=False)
 
 
 def _containment_report(a: Fetch, b: Fetch, main_a: Extraction | None, main_b: Extraction | None,

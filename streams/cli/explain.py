@@ -169,7 +169,11 @@ def _fingerprints(result: Explanation) -> Group:
         exact_b = f" (exact {c.exact_b_in_a:.3f})" if c.exact_b_in_a is not None else ""
         exact_a = f" (exact {c.exact_a_in_b:.3f})" if c.exact_a_in_b is not None else ""
         other = "B" if c.names == "A" else "A"
-        named = f"[green]{c.names}'s partial_of names {other}[/]" if c.names else "neither names the other"
+        if c.enabled:
+            named = f"[green]{c.names}'s partial_of names {other}[/]" if c.names else "neither names the other"
+        else:
+            would = f"{c.names}'s partial_of would name {other}" if c.names else "neither would name the other"
+            named = f"partial copies are off (NEARDUP_PARTIAL_COPIES); with them on, {would}"
         lines.append(f"[bold]Containment[/]: B in A {c.b_in_a:.3f}{exact_b}, A in B {c.a_in_b:.3f}{exact_a}; "
                      f"{c.shingles_a} and {c.shingles_b} distinct shingles (size classes {c.size_classes[0]} and "
                      f"{c.size_classes[1]}), {c.holder} can hold the other; containment bands with equal minima: "

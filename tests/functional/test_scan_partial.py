@@ -102,6 +102,21 @@ def test_explain_shows_each_pages_containment_in_the_other_and_who_names_whom(pa
     assert "Containment: B in A" in text and "A's partial_of names B" in text
 
 
+def test_explain_with_partial_copies_off_says_what_they_would_find(pages: dict[str, dict], tmp_path: Path) -> None:
+    path = write(tmp_path / "pair.in.jsonl", [{**pages[url], "fetched_at": T0} for url in (BLOG, ARTICLE)])
+    a, b = load_page(f"{path}#{BLOG}", now_ms=T0), load_page(f"{path}#{ARTICLE}", now_ms=T0)
+    on, off = explain(a, b, CoreSettings(partial_copies=True)), explain(a, b, CoreSettings())
+    assert on.containment is not None and off.containment is not None
+    assert on.containment.enabled and not off.containment.enabled
+    assert off.containment.names == on.containment.names == "A"
+    assert off.containment.b_in_a == on.containment.b_in_a  # the same figures
+    console = Console(record=True, width=400, color_system=None)
+    render(off, console)
+    text = console.export_text()
+    assert "partial copies are off (NEARDUP_PARTIAL_COPIES); with them on, A's partial_of would name B" in text
+    assert "A's partial_of names B" not in text
+
+
 def test_host_signals_count_partial_copies_of_other_hosts_pages() -> None:
     base = dict(duplicate_of=None, distance=None, simhash=None, text_sha256=None, body_sha256=None, reason="r",
                 complete=True, fetched_at="2026-12-05T10:00:00Z", decided_at="2026-12-05T10:00:00Z")
