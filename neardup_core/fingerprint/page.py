@@ -2,18 +2,20 @@
 and the MinHash signature when MinHash is on.
 
 `fingerprint_event` is the one entry point from a raw `pages.fetched` value to its `Fetch` or its
-rejection: `neardup scan`, the stream's fingerprint agent and the tests all call it.
+rejection: `neardup scan`, the stream's fingerprint agent and the tests all call it. A body met again
+is answered from the process's memo of recent bodies (`fingerprint`, `memo.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
 from neardup_core.fingerprint.containment import ShingleSketch, text_minima
 from neardup_core.fingerprint.digests import body_sha256, tokens_sha256
 from neardup_core.fingerprint.features import Features, token_features, tokens
 from neardup_core.fingerprint.fetch import Fetch
+from neardup_core.fingerprint.memo import ContentMemo, content_key
 from neardup_core.fingerprint.minhash import minhash
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import host_of
@@ -52,14 +54,22 @@ def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int
     `key` and `timestamp_ms` are the record's (a Kafka record, or what a file reader says): the key
     must agree with the URL, and the timestamp is the fetch time of an event without `fetched_at`.
     """
-    return fingerprint_event_with_extraction(raw, key=key, timestamp_ms=timestamp_ms, settings=settings)[0]
+    try:
+        page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
+                           max_url_bytes=settings.max_url_bytes)
+        return fingerprint(page, settings)
+    except EventError as exc:
+        return Rejected(exc.reason, exc.stage)
+    except Exception as exc:  # a bug must not stop the worker or the scan: the event goes to the dead letters
+        return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
 
 
 def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
                                       settings: CoreSettings = DEFAULT_SETTINGS
                                       ) -> tuple[Fetch | Rejected, Extraction | None]:
     """`fingerprint_event`, and what extraction kept of the page (None when it was not extracted:
-    rejected, or skipped before extraction), for `neardup explain`."""
+    rejected, or skipped before extraction), for `neardup explain`: the page is always extracted (the
+    memo of `fingerprint` keeps no extraction)."""
     try:
         page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
                            max_url_bytes=settings.max_url_bytes)
@@ -83,16 +93,35 @@ def warm_up(settings: CoreSettings = DEFAULT_SETTINGS) -> None:
     fingerprint_with_extraction(WARM_UP_PAGE, settings)
 
 
+MEMO = ContentMemo()
+"""This process's fingerprints of recent bodies (`memo.ContentMemo`)."""
+
+
 def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch:
-    """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages."""
-    return fingerprint_with_extraction(page, settings)[0]
+    """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages. A body
+    this process fingerprinted recently under the same decoding fields and settings is not extracted
+    again (`MEMO`): its content fields are the last one's, with this page's URL, host, time and
+    importance."""
+    body_digest = body_sha256(page.body)
+    key = content_key(page, body_digest, settings)
+    seen = MEMO.get(key)
+    if seen is not None:
+        return replace(seen, url=page.url, host=host_of(page.url), fetched_at_ms=page.fetched_at_ms,
+                       importance=page.importance)
+    fetch = _fingerprint(page, settings, body_digest)[0]
+    MEMO.put(key, fetch)
+    return fetch
 
 
 def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS
                                 ) -> tuple[Fetch, Extraction | None]:
-    """`fingerprint`, and the page's `Extraction` (None when the page was skipped before extraction)."""
+    """`fingerprint`, and the page's `Extraction` (None when the page was skipped before extraction),
+    always extracted."""
+    return _fingerprint(page, settings, body_sha256(page.body))
+
+
+def _fingerprint(page: FetchedPage, settings: CoreSettings, body_digest: str) -> tuple[Fetch, Extraction | None]:
     host = host_of(page.url)
-    body_digest = body_sha256(page.body)
 
     def skipped(reason: str, main: Extraction | None = None) -> tuple[Fetch, Extraction | None]:
         return Fetch(page.url, host, page.fetched_at_ms, page.importance, body_digest, None, None, reason), main
