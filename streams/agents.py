@@ -384,20 +384,25 @@ class Agents:
                 await self.index_process.start()
             async for events in self._takes(stream):
                 take = Take.begin(self.app)
-                await self._index_take(take, events)
+                stepped = await self._index_take(take, events)
                 await take.commit()
+                self._applied(stepped)
         finally:
             if self.index_process is not None:
                 self.index_process.close()
 
-    async def _index_take(self, take: Take, events: Sequence[EventT]) -> None:
+    async def _index_take(self, take: Take, events: Sequence[EventT]) -> list[int]:
+        """The take's index steps, their writes in `take` and their messages sent; the partitions whose
+        outcome came from the index process."""
         groups = by_partition(events)
         steps = await self._index_steps(take, groups)
         out: dict[int, list[bytes]] = defaultdict(list)
+        stepped: list[int] = []
         for partition, group in groups.items():
             step = steps[partition]
             if isinstance(step, IndexOutcome):
                 outcomes = [step]
+                stepped.append(partition)
                 take.writes(self.tables.index, partition).write_many(step.writes)
             else:
                 log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
@@ -408,6 +413,16 @@ class Agents:
                 for destination, packed in outcome.gather.items():
                     out[destination] += packed
         await self._send_gather_packed(take, out)
+        return stepped if self.index_process is not None else []
+
+    def _applied(self, partitions: list[int]) -> None:
+        """After a take's commit: the index process's outcomes of `partitions` are in their primaries,
+        at these sequence numbers (`IndexProcess.applied`)."""
+        if self.index_process is None:
+            return
+        store = cast(PrefixRocksStore, self.tables.index.data)
+        for partition in partitions:
+            self.index_process.applied(partition, store.partition_sequence(partition))
 
     async def _index_steps(self, take: Take, groups: dict[int, list[EventT]]
                            ) -> dict[int, IndexOutcome | Exception]:
@@ -425,8 +440,9 @@ class Agents:
         store = cast(PrefixRocksStore, self.tables.index.data)
         parts = {partition: (store.partition_db_path(partition), [event.message.value or b"" for event in group])
                  for partition, group in groups.items()}
+        sequences = {partition: store.partition_sequence(partition) for partition in groups}
         try:
-            return dict(await self.index_process.run_many(parts, now_ms()))
+            return dict(await self.index_process.run_many(parts, now_ms(), sequences))
         except Exception as exc:  # the index process died twice: every partition's step failed
             return {partition: exc for partition in groups}
 

@@ -11,7 +11,12 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
 1. The loop sends one partition's probes records (their raw bytes) and the path of its RocksDB.
 2. The process opens the partition as a secondary (again when the DB was made anew: Faust deletes
    a partition's data when it resets it), catches up with everything written to it so far, and runs
-   the step on it with its writes held, not applied (`index_step`).
+   the step on it with its writes held, not applied (`index_step`). A catch-up costs about 0.6 ms of
+   CPU however little was written, once per partition per take: at 32 partitions and small takes that
+   was more than the step itself. So the process also keeps the writes it returned since its last
+   catch-up (`_Replica.held`) and reads the replica through them; it catches up only when the loop
+   cannot vouch that the primary is the replica plus exactly those writes (below), or when they
+   reach `HELD_MAX` keys.
 3. It returns the writes (key, value or None), and the answers and revisions packed for the gather
    partitions they go to.
 4. The loop puts the writes in the take's transaction of the partition and sends the answers; the
@@ -21,6 +26,15 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
 The index agent handles one take at a time and applies a take's writes before it takes again, so
 the catch-up of 2 sees every earlier write of the partition: still one writer per bucket, which the
 index needs (`neardup_core.index.bucket`). Recovery and standbys are Faust's.
+
+Skipping the catch-up: after a take's commit applied a partition's outcome, the loop notes the
+primary's RocksDB sequence number (`IndexProcess.applied`). On the next call it reads the number again:
+equal, nothing but that outcome's writes (and the commit's offset and generation keys, which no index
+read covers) reached the primary since the process last looked, and the process may read its replica
+through the writes it holds. Any other write (recovery, a standby, a step the loop ran itself after the
+process failed, a take abandoned before its commit) moves the number or leaves none noted, and the
+process catches up and drops what it held. A process started anew holds nothing and opens its
+replicas caught up.
 With `NEARDUP_INDEX_PROCESSES` above 1, partition p goes to process p mod n, which keeps its replica;
 `NEARDUP_INDEX_PROCESSES=0` runs the same `index_step` in the event loop, on the table itself.
 """
@@ -130,11 +144,17 @@ def merged_answers(answers: list[Answer]) -> list[Answer]:
 # -- in the index process ---------------------------------------------------------------------------
 
 
+HELD_MAX = 4096
+"""The most writes a replica is read through before the process catches it up anyway (each one a
+key held in memory, and read around on every lookup)."""
+
+
 @dataclass
 class _Replica:
     identity: bytes
     db: Rdict
-    store: RocksStore
+    held: Overlay
+    """The replica (`RocksStore` over `db`) and the writes the process returned since it last caught up."""
 
 
 _CORE: CoreSettings | None = None
@@ -157,8 +177,10 @@ def _identity(path: str) -> bytes:
         return b""
 
 
-def _replica(path: str, prefix_bytes: int | None) -> RocksStore:
-    """The partition's secondary instance, opened (again) if needed and caught up with the primary."""
+def _replica(path: str, prefix_bytes: int | None, current: bool = False) -> Overlay:
+    """The partition's secondary instance, opened (again) if needed, read through the writes it holds:
+    caught up with the primary unless `current` (the loop vouches that the primary has gained only those
+    writes since the last catch-up: the module's docstring) and they are fewer than `HELD_MAX`."""
     identity = _identity(path)
     replica = _REPLICAS.get(path)
     if replica is not None and replica.identity != identity:
@@ -169,19 +191,36 @@ def _replica(path: str, prefix_bytes: int | None) -> RocksStore:
         options = rocks_options(prefix_bytes, _CACHE_BYTES)
         options.set_max_open_files(-1)  # a secondary must keep every file open: the primary deletes compacted ones
         db = Rdict(path, options=options, access_type=AccessType.secondary(path + ".replica"))
-        replica = _REPLICAS[path] = _Replica(identity, db, RocksStore.wrap(db, same_prefix=bool(prefix_bytes)))
-    replica.db.try_catch_up_with_primary()
-    return replica.store
+        store = RocksStore.wrap(db, same_prefix=bool(prefix_bytes))
+        replica = _REPLICAS[path] = _Replica(identity, db, Overlay(store))
+        current = False
+    if not current or len(replica.held) >= HELD_MAX:
+        replica.db.try_catch_up_with_primary()
+        replica.held = Overlay(replica.held.base)
+    return replica.held
 
 
-def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
+def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int, current: bool
+                     ) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
+    """`_probe_step` on the partition's replica; its writes are then held over the replica too."""
     assert _CORE is not None, "the index process starts with _init_index_process"
-    return index_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, _PARTITIONS, now_ms)
+    held = _replica(path, prefix_bytes, current)
+    stepped = _probe_step(Overlay(held), raw_records, _CORE, now_ms)
+    held.write_many(stepped[0].writes)
+    return stepped
 
 
-def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes]]], now_ms: int
+def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int,
+                      current: bool = False) -> IndexOutcome:
+    outcome, answers, revisions = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
+    outcome.gather = _packed_by_partition([*answers, *revisions], _PARTITIONS)
+    return outcome
+
+
+def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bool]], now_ms: int
                 ) -> list[IndexOutcome | str]:
-    """`_index_in_replica` of each partition's records (its RocksDB path, its records), in one call: the
+    """`_index_in_replica` of each partition's records (its RocksDB path, its records, whether the loop
+    vouches for the writes the replica holds), in one call: the
     outcome of each, or the error of a step that raised (as text, which always pickles), so one
     partition's failure leaves the others' outcomes. The answers of every partition are merged
     (`merged_answers`) and they and the revisions travel in the first outcome's `gather`."""
@@ -189,9 +228,9 @@ def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes]]], 
     out: list[IndexOutcome | str] = []
     answers: list[Answer] = []
     revisions: list[Revision] = []
-    for path, raw_records in parts:
+    for path, raw_records, current in parts:
         try:
-            outcome, said, revised = _probe_step(Overlay(_replica(path, prefix_bytes)), raw_records, _CORE, now_ms)
+            outcome, said, revised = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
         except Exception as exc:
             out.append(f"{type(exc).__name__}: {exc}")
         else:
@@ -218,6 +257,21 @@ class IndexProcess:
         self.partitions = partitions
         self.cache_bytes = cache_bytes
         self._pools: list[Executor | None] = [None] * max(1, processes)
+        self._applied: dict[int, int] = {}
+        """Per partition: the primary's sequence number right after the commit that applied the outcome
+        the partition's process returned last (`applied`), taken back by the next call."""
+
+    def applied(self, partition: int, sequence: int) -> None:
+        """A take's commit applied `partition`'s outcome to the primary, whose RocksDB sequence number is
+        now `sequence`: the next call may let the process read its replica through the writes it holds,
+        if the number has not moved by then (the module's docstring)."""
+        self._applied[partition] = sequence
+
+    def _vouched(self, partition: int, sequence: int | None) -> bool:
+        """Whether the primary gained nothing but the partition's last outcome since the process's last
+        look; either way the note is used up (a take abandoned before its commit notes nothing)."""
+        noted = self._applied.pop(partition, None)
+        return sequence is not None and noted == sequence
 
     def pool(self, partition: int) -> Executor:
         """The process of `partition`, started if it is not running."""
@@ -249,19 +303,23 @@ class IndexProcess:
             self._close(partition % len(self._pools))
             return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
 
-    async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int
-                       ) -> dict[int, IndexOutcome | IndexStepFailed]:
+    async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int,
+                       sequences: dict[int, int] | None = None) -> dict[int, IndexOutcome | IndexStepFailed]:
         """`run` of every partition of a take (partition: its RocksDB path and records), with one call
         per index process rather than one per partition: at 32 partitions a take touches most of them,
         and each call costs a round trip and the loop's futures. A step that raised in the process
-        gives `IndexStepFailed` for its partition; a process that died twice raises."""
+        gives `IndexStepFailed` for its partition; a process that died twice raises. `sequences`: each
+        partition's primary sequence number now; where it is still the one noted by `applied`, the
+        process skips its catch-up."""
         loop = asyncio.get_running_loop()
         by_process: dict[int, list[int]] = defaultdict(list)
+        current: dict[int, bool] = {}
         for partition in parts:
             by_process[partition % len(self._pools)].append(partition)
+            current[partition] = self._vouched(partition, (sequences or {}).get(partition))
 
         async def call(i: int, partitions: list[int]) -> list[IndexOutcome | str]:
-            args = (self.core.design.prefix_bytes, [parts[p] for p in partitions], now_ms)
+            args = (self.core.design.prefix_bytes, [(*parts[p], current[p]) for p in partitions], now_ms)
             try:
                 return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
             except BrokenProcessPool:

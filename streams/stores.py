@@ -103,6 +103,11 @@ class PrefixRocksStore(RocksDBStore):
         self._db_for_partition(partition)
         return str(self.partition_path(partition))
 
+    def partition_sequence(self, partition: int) -> int:
+        """The partition's RocksDB sequence number: it moves with every write to the partition, whichever
+        way it came (`streams.index_process` skips a replica's catch-up while it has not moved)."""
+        return int(self._db_for_partition(partition).latest_sequence_number())
+
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items of one partition with lo <= key < hi, in key order (without Faust's offset key)."""
         db = self._db_for_partition(partition)

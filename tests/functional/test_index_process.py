@@ -5,6 +5,7 @@ the same path, and a process that died is replaced on the next call."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shutil
 import signal
@@ -15,9 +16,11 @@ from rocksdict import Rdict
 from neardup_core.dedup.version import PageVersion
 from neardup_core.index.bucket import Answer, Revision, probes_for
 from neardup_core.settings import CoreSettings
+from neardup_core.store.memory import MemoryStore
+from neardup_core.store.overlay import Overlay
 from neardup_core.store.rocks import RocksStore, rocks_options
 from streams import records
-from streams.index_process import IndexOutcome, IndexProcess, IndexStepFailed
+from streams.index_process import IndexOutcome, IndexProcess, IndexStepFailed, index_step
 
 CORE = CoreSettings()
 PARTITIONS = 4
@@ -171,5 +174,58 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
             index.close()
             for primary in primaries:
                 primary.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_them(tmp_path: Path) -> None:
+    """`run_many` with the primary's sequence numbers: where `applied` noted the number the primary still
+    has, the process skips its catch-up and reads its replica through the writes it returned (here the
+    loop vouches for writes it never applied, which only the process holds: the copy finds them); a
+    write by anything else (a page added to the primary directly) moves the number, and an outcome that
+    was never noted (a take abandoned before its commit) is not vouched for: the process catches up and
+    sees what the primary holds, not what it returned."""
+    path = tmp_path / "index-0.db"
+
+    def version(url: str, at: int, simhash: int) -> PageVersion:
+        text, body = hashlib.sha256(url.encode()).hexdigest(), hashlib.sha256(url.encode() * 2).hexdigest()
+        return PageVersion(url, 0.5, 1_780_000_000_000 + at, text, body, simhash, None)
+
+    a, a_copy = version("https://news.example/a", 0, 0x0123456789ABCDEF), \
+        version("https://mirror.example/a/long/path", 1, 0x0123456789ABCDEF)
+    b, b_copy = version("https://news.example/b", 2, 0xFEDCBA9876543210), \
+        version("https://mirror.example/b/long/path", 3, 0xFEDCBA9876543210)
+    c, c_copy = version("https://news.example/c", 4, 0x0F0F0F0FF0F0F0F0), \
+        version("https://mirror.example/c/long/path", 5, 0x0F0F0F0FF0F0F0F0)
+
+    async def scenario() -> None:
+        index = IndexProcess(CORE, PARTITIONS, 8 << 20)
+        primary = open_primary(path)
+
+        async def step(page: PageVersion) -> IndexOutcome:
+            outcomes = await index.run_many({0: (str(path), [probes_record(page)])}, 0,
+                                            {0: primary.latest_sequence_number()})
+            outcome = outcomes[0]
+            assert isinstance(outcome, IndexOutcome) and outcome.writes
+            return outcome
+
+        try:
+            await index.start()
+            assert said(await step(a)) == ({None}, set())
+            index.applied(0, primary.latest_sequence_number())  # vouched for, not applied
+            assert said(await step(a_copy)) == ({a.url}, set()), "vouched for: it reads the writes it holds"
+            assert not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
+
+            index.applied(0, primary.latest_sequence_number())
+            apply(primary, index_step(Overlay(MemoryStore()), [probes_record(b)], CORE, PARTITIONS, 0))
+            assert said(await step(b_copy)) == ({b.url}, set()), "a write it did not make: it caught up"
+            assert said(await step(a_copy)) == ({None}, set()), "caught up: what it held is gone"
+
+            outcome = await step(c)  # returned, never applied, never noted
+            assert said(outcome) == ({None}, set())
+            assert said(await step(c_copy)) == ({None}, set()), "an outcome never noted is not read again"
+        finally:
+            index.close()
+            primary.close()
 
     asyncio.run(scenario())
