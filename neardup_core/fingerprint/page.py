@@ -121,6 +121,7 @@ def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFA
 
 
 def _fingerprint(page: FetchedPage, settings: CoreSettings, body_digest: str) -> tuple[Fetch, Extraction | None]:
+    """`fingerprint_with_extraction` given the body's digest (`fingerprint` computes it once for its memo key)."""
     host = host_of(page.url)
 
     def skipped(reason: str, main: Extraction | None = None) -> tuple[Fetch, Extraction | None]:
