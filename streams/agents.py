@@ -48,7 +48,7 @@ from faust.types import AppT, EventT, StreamT, TableT, TopicT
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.dedup.retention import URL_CLOCK, advance_clock
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import Rejected, fingerprint_event
+from neardup_core.fingerprint.page import BodyJob, FingerprintBatch, RawRecord, Rejected, fingerprint_body
 from neardup_core.hosts.tracker import HostTracker
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe
@@ -139,8 +139,9 @@ class Agents:
     # -- pages.fetched -----------------------------------------------------------------------------
 
     async def fingerprint(self, stream: StreamT[bytes]) -> None:
-        """Stateless: validate and fingerprint in the process pool, a batch at a time (in chunks of a
-        few pages per task); one gather record per partition for the batch's pages."""
+        """Stateless: validate here, and fingerprint each distinct body the memo lacks in the process pool
+        (`FingerprintBatch`), a batch at a time (in chunks of a few bodies per task); one gather record per
+        partition for the batch's pages."""
         await guarded("the fingerprint agent", self._fingerprint(stream), self.fail)
 
     async def _fingerprint(self, stream: StreamT[bytes]) -> None:
@@ -149,8 +150,9 @@ class Agents:
         try:
             async for events in batches:
                 take = Take.begin(self.app)
-                jobs = [self._fingerprint_job(e) for e in events]
-                results, pool = await self._fingerprint_jobs(jobs, pool)
+                batch = FingerprintBatch(map(self._raw_record, events), self.core)
+                done, pool = await self._fingerprint_jobs(batch.jobs, pool)
+                results = batch.finish(done)
                 fetches: dict[int, list[GatherMessage]] = defaultdict(list)
                 for event, result in zip(events, results, strict=True):
                     metrics.PAGES.inc()
@@ -169,18 +171,18 @@ class Agents:
             return None
         return extraction_pool(self.extract_processes, self.core, self.extract_nice)
 
-    async def _fingerprint_jobs(self, jobs: list[FingerprintJob], pool: Executor | None
+    async def _fingerprint_jobs(self, jobs: list[BodyJob], pool: Executor | None
                                 ) -> tuple[list[Fetch | Rejected], Executor | None]:
         """Each job's outcome, and the pool to go on with: when an extraction process dies (killed, out of
         memory), a new pool fingerprints the jobs again one at a time, and a job whose process dies
-        again is rejected (stage `extract`)."""
+        again is rejected (stage `extract`), with every record of the batch that carries its body."""
         loop = asyncio.get_running_loop()
         try:
-            parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_job, chunk)
+            parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_body, chunk)
                                            for chunk in chunks_for(jobs, self.extract_processes)))
             return [r for part in parts for r in part], pool
         except BrokenProcessPool:
-            log.warning("an extraction process died; fingerprinting the batch's %d events again one at a time",
+            log.warning("an extraction process died; fingerprinting the batch's %d bodies again one at a time",
                         len(jobs))
         out: list[Fetch | Rejected] = []
         for job in jobs:
@@ -188,16 +190,16 @@ class Agents:
                 pool.shutdown(wait=False, cancel_futures=True)
             pool = self._extraction_pool()
             try:
-                out.append(await loop.run_in_executor(pool, fingerprint_job, job))
+                out.append(await loop.run_in_executor(pool, fingerprint_body, job))
             except BrokenProcessPool:
                 out.append(Rejected("the extraction process died while fingerprinting this event, twice "
                                     "(killed, or out of memory)", "extract"))
         return out, pool
 
-    def _fingerprint_job(self, event: EventT) -> FingerprintJob:
+    @staticmethod
+    def _raw_record(event: EventT) -> RawRecord:
         msg = event.message
-        ts = int(msg.timestamp * 1000) if msg.timestamp else None
-        return msg.value or b"", msg.key, ts, self.core
+        return msg.value or b"", msg.key, int(msg.timestamp * 1000) if msg.timestamp else None
 
     async def _reject(self, take: Take, event: EventT, rejected: Rejected) -> None:
         msg = event.message
@@ -498,16 +500,6 @@ class Agents:
         """The records of an internal topic that arrive within `hop_wait_s` (at most `batch_max`):
         a step sends one record per partition at once, so the next step takes them as one batch."""
         return cast(Stream, stream).take_events(self.batch_max, within=self.hop_wait_s)  # StreamT lacks it
-
-
-FingerprintJob = tuple[bytes, bytes | None, int | None, CoreSettings]
-"""A record's value, key and timestamp (ms), and the settings: what `fingerprint_event` takes."""
-
-
-def fingerprint_job(job: FingerprintJob) -> Fetch | Rejected:
-    """`fingerprint_event` of one record, in the extraction pool."""
-    raw, key, timestamp_ms, settings = job
-    return fingerprint_event(raw, key=key, timestamp_ms=timestamp_ms, settings=settings)
 
 
 def by_partition(events: Sequence[EventT]) -> dict[int, list[EventT]]:

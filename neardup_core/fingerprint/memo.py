@@ -4,8 +4,9 @@ A crawl fetches the same bytes under many URLs (http and https, a trailing slash
 a session id in the URL, mirrors that copy a file) and again on a recrawl. Everything a `Fetch` holds
 beyond its URL, host, fetch time and importance follows from the body's bytes, the few fields that
 choose how they are decoded, and the settings (`content_key`), so a body met again is answered from
-the last one. The memo is bounded (least recently used out first) and per process: one in `scan`, one
-in each extraction process of a worker.
+the last one. The memo is bounded (least recently used out first) and per process; it is consulted where
+records are read, before the extraction pool (`page.FingerprintBatch`: `scan`'s main process, a worker's
+event loop), so a copy finds its body whichever extraction process had it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """One fetched page in, one fingerprinted page out: decode, extract the main text, digest, SimHash,
 and the MinHash signature when MinHash is on.
 
-`fingerprint_event` is the one entry point from a raw `pages.fetched` value to its `Fetch` or its
-rejection: `neardup scan`, the stream's fingerprint agent and the tests all call it. A body met again
-is answered from the process's memo of recent bodies (`fingerprint`, `memo.py`).
+`FingerprintBatch` is the one path from raw `pages.fetched` values to their `Fetch`es or rejections:
+`neardup scan` and the stream's fingerprint agent run it over a batch of records, with the extraction
+in their process pool (`fingerprint_body`); `fingerprint_event` runs it over one record in this process.
+Each distinct body of a batch is extracted once, and a body met recently is not extracted again: this
+process's memo of recent bodies (`MEMO`, `memo.py`) sits before the pool, so a copy finds the first
+body whichever extraction process had it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
@@ -49,19 +53,99 @@ class Rejected:
 
 def fingerprint_event(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
                       settings: CoreSettings = DEFAULT_SETTINGS) -> Fetch | Rejected:
-    """Parse, validate and fingerprint one raw `pages.fetched` value.
+    """Parse, validate and fingerprint one raw `pages.fetched` value, in this process (a
+    `FingerprintBatch` of one record).
 
     `key` and `timestamp_ms` are the record's (a Kafka record, or what a file reader says): the key
     must agree with the URL, and the timestamp is the fetch time of an event without `fetched_at`.
     """
+    batch = FingerprintBatch([(raw, key, timestamp_ms)], settings)
+    return batch.finish([fingerprint_body(job) for job in batch.jobs])[0]
+
+
+@dataclass(frozen=True, slots=True)
+class BodyJob:
+    """One distinct body of a batch, for an extraction process: the first page that carries it."""
+
+    page: FetchedPage
+    body_digest: str
+    settings: CoreSettings
+
+
+def fingerprint_body(job: BodyJob) -> Fetch | Rejected:
+    """The `Fetch` of a job's page, extracted (no memo: a batch sends each body it lacks once), or why
+    the page is refused. Runs in an extraction process."""
     try:
-        page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
-                           max_url_bytes=settings.max_url_bytes)
-        return fingerprint(page, settings)
+        return _fingerprint(job.page, job.settings, job.body_digest)[0]
     except EventError as exc:
         return Rejected(exc.reason, exc.stage)
     except Exception as exc:  # a bug must not stop the worker or the scan: the event goes to the dead letters
         return Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+
+
+RawRecord = tuple[bytes, bytes | None, int | None]
+"""A `pages.fetched` value with its record's key and timestamp (ms), as `fingerprint_event` takes them."""
+
+
+class FingerprintBatch:
+    """Records fingerprinted together, each distinct body extracted once:
+
+    1. `FingerprintBatch(records, settings)` parses and validates each record here (a refused one has
+       its `Rejected` at once) and looks each body up in `MEMO`;
+    2. `jobs` holds one `BodyJob` per distinct body the memo lacks, for `fingerprint_body` (in a pool);
+    3. `finish(results)`, given those jobs' results in order, remembers each new `Fetch` and returns
+       every record's outcome in input order: a page whose body was met gets that body's content
+       fields with its own URL, host, time and importance (`fingerprint`).
+    """
+
+    def __init__(self, records: Iterable[RawRecord], settings: CoreSettings = DEFAULT_SETTINGS) -> None:
+        self.settings = settings
+        self.jobs: list[BodyJob] = []
+        self._outcomes: list[Fetch | Rejected | None] = []
+        self._waiting: list[tuple[int, int, FetchedPage]] = []  # (record, job, page) answered by `finish`
+        self._keys: list[tuple[Hashable, ...]] = []  # each job's memo key
+        memo = MEMO
+        new: dict[tuple[Hashable, ...], int] = {}
+        for at, (raw, key, timestamp_ms) in enumerate(records):
+            self._outcomes.append(None)
+            try:
+                page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
+                                   max_url_bytes=settings.max_url_bytes)
+                body_digest = body_sha256(page.body)
+                content = content_key(page, body_digest, settings)
+            except EventError as exc:
+                self._outcomes[at] = Rejected(exc.reason, exc.stage)
+                continue
+            except Exception as exc:  # a bug must not stop the worker or the scan: a dead letter
+                self._outcomes[at] = Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+                continue
+            seen = memo.get(content)
+            if seen is not None:
+                self._outcomes[at] = _as_page(seen, page)
+                continue
+            job = new.get(content)
+            if job is None:
+                job = new[content] = len(self.jobs)
+                self.jobs.append(BodyJob(page, body_digest, settings))
+                self._keys.append(content)
+            self._waiting.append((at, job, page))
+
+    def finish(self, results: list[Fetch | Rejected]) -> list[Fetch | Rejected]:
+        """Every record's outcome, in input order, given the results of `jobs` in their order."""
+        if len(results) != len(self.jobs):
+            raise ValueError(f"{len(results)} results for {len(self.jobs)} jobs")
+        for content, result in zip(self._keys, results, strict=True):
+            if isinstance(result, Fetch):
+                MEMO.put(content, result)
+        outcomes = self._outcomes
+        for at, job, page in self._waiting:
+            result = results[job]
+            outcomes[at] = result if isinstance(result, Rejected) or self.jobs[job].page is page \
+                else _as_page(result, page)
+        done = [outcome for outcome in outcomes if outcome is not None]
+        if len(done) != len(outcomes):  # every record has been answered above: a record without one is a bug
+            raise AssertionError("a record of the batch was given no outcome")
+        return done
 
 
 def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, timestamp_ms: int | None = None,
@@ -106,11 +190,16 @@ def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) ->
     key = content_key(page, body_digest, settings)
     seen = MEMO.get(key)
     if seen is not None:
-        return replace(seen, url=page.url, host=host_of(page.url), fetched_at_ms=page.fetched_at_ms,
-                       importance=page.importance)
+        return _as_page(seen, page)
     fetch = _fingerprint(page, settings, body_digest)[0]
     MEMO.put(key, fetch)
     return fetch
+
+
+def _as_page(fetch: Fetch, page: FetchedPage) -> Fetch:
+    """The content fields of `fetch` (another page with the same body) for `page`."""
+    return replace(fetch, url=page.url, host=host_of(page.url), fetched_at_ms=page.fetched_at_ms,
+                   importance=page.importance)
 
 
 def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS

@@ -6,12 +6,12 @@ import os
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,17 +19,14 @@ from rich.table import Table
 
 from neardup_core.embedded import EventDeduplicator
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import Rejected, fingerprint_event
+from neardup_core.fingerprint.page import BodyJob, FingerprintBatch, Rejected, fingerprint_body
 from neardup_core.hosts.urls import url_identity
 from neardup_core.ingest.files import FileError, RawEvent, count_events, is_warc, looks_like_html, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
-from streams.pool import apply_each, extraction_pool
+from streams.pool import apply_each, chunks_for, extraction_pool
 from streams.report import ScanReport, settings_rows, write_report
 from streams.settings import Settings
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclass
@@ -130,32 +127,54 @@ def check_inputs(files: list[Path]) -> None:
                                "files), or WARC files")
 
 
-def _fingerprint_one(item: tuple[RawEvent | FileError, CoreSettings]) -> Fetch | Rejection | FileError:
-    """The event's `Fetch`, or its dead letter (a file error as it is); runs in the extraction pool."""
-    event, settings = item
-    if isinstance(event, FileError):
-        return event
-    result = fingerprint_event(event.raw, key=event.key, timestamp_ms=event.timestamp_ms, settings=settings)
-    if isinstance(result, Rejected):
-        # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the
-        # offset; a rejects line has no key, and is cut as a dead letter is (NEARDUP_MAX_MESSAGE_BYTES)
-        return result.message(event.raw, event.source, None, event.position, settings=settings)
-    return result
+def _fingerprint_one(job: BodyJob) -> Fetch | Rejected:
+    """One distinct body's `Fetch` or refusal; runs in the extraction pool (`fingerprint_body`)."""
+    return fingerprint_body(job)
 
 
-def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], *, chunk: int = 8,
-                window: int = 8) -> Iterator[R]:
-    """`fn` over `items` in a process pool, results in input order, with at most `window` chunks of
-    `chunk` items in flight: unlike `Executor.map`, which submits the whole input at once, memory
-    stays flat on a large WARC."""
-    pending: deque[Future[list[R]]] = deque()
+WINDOW_PER_PROCESS = 32
+"""Events per window of `fingerprinted`, per extraction process."""
+
+
+def fingerprinted(items: Iterable[RawEvent | FileError], settings: CoreSettings, pool: Executor | None,
+                  processes: int = 1) -> Iterator[Fetch | Rejection | FileError]:
+    """Each item's outcome, in input order: its `Fetch`, its rejects line (`Rejection`), or a file error as it
+    is. The items go in windows of `WINDOW_PER_PROCESS` events per process, each a `FingerprintBatch`: parsed
+    here, each distinct body extracted once (in `pool` when there is one) and a body met recently answered from
+    the memo. The pool extracts a window while this process decides the one before, and the input is read one
+    window ahead only, so memory stays flat on a large WARC."""
+    size = WINDOW_PER_PROCESS * max(1, processes)
+    pending: deque[tuple[list[RawEvent | FileError], FingerprintBatch, list[Future[list[Fetch | Rejected]]]]] = deque()
     source = iter(items)
-    while batch := list(islice(source, chunk)):
-        pending.append(pool.submit(apply_each, fn, batch))
-        if len(pending) >= window:
-            yield from pending.popleft().result()
+    while window := list(islice(source, size)):
+        batch = FingerprintBatch(((e.raw, e.key, e.timestamp_ms) for e in window if isinstance(e, RawEvent)),
+                                 settings)
+        futures = [pool.submit(apply_each, _fingerprint_one, chunk) for chunk in chunks_for(batch.jobs, processes)] \
+            if pool is not None else []
+        pending.append((window, batch, futures))
+        if len(pending) > 1 or pool is None:
+            yield from _window_outcomes(*pending.popleft(), settings)
     while pending:
-        yield from pending.popleft().result()
+        yield from _window_outcomes(*pending.popleft(), settings)
+
+
+def _window_outcomes(window: list[RawEvent | FileError], batch: FingerprintBatch,
+                     futures: list[Future[list[Fetch | Rejected]]], settings: CoreSettings
+                     ) -> Iterator[Fetch | Rejection | FileError]:
+    results = [r for future in futures for r in future.result()] if futures \
+        else [_fingerprint_one(job) for job in batch.jobs]
+    outcomes = iter(batch.finish(results))
+    for item in window:
+        if isinstance(item, FileError):
+            yield item
+            continue
+        result = next(outcomes)
+        if isinstance(result, Rejected):
+            # in a file, the source file stands where Kafka has the topic, and the line (or WARC offset) for the
+            # offset; a rejects line has no key, and is cut as a dead letter is (NEARDUP_MAX_MESSAGE_BYTES)
+            yield result.message(item.raw, item.source, None, item.position, settings=settings)
+        else:
+            yield result
 
 
 def _counted(files: list[Path], summary: ScanSummary) -> Iterator[RawEvent | FileError]:
@@ -225,11 +244,9 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     # the bar's total costs a read of every input before the scan: only when there is a bar
     totals = [count_events(p) for p in files] if progress else [None]
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
-    items = ((event, core) for event in _counted(files, summary))
     # its processes die with this one
     pool = extraction_pool(processes, core, settings.scan_nice) if processes > 1 else None
-    results = (bounded_map(pool, _fingerprint_one, items, window=4 * processes) if pool
-               else map(_fingerprint_one, items))
+    results = fingerprinted(_counted(files, summary), core, pool, processes)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
     with (out.open("wb") if out is not None else _Stdout() as out_fh, _maybe_open(rejects) as rejects_fh,

@@ -11,9 +11,10 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -23,10 +24,11 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.fingerprint.simhash import from_hex, hamming
 from neardup_core.hosts.urls import host_of
+from neardup_core.ingest.files import RawEvent
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import rule_problems
 from neardup_core.testing.synthetic import generate_crawl
-from streams.cli.scan import bounded_map
+from streams.cli.scan import WINDOW_PER_PROCESS, fingerprinted
 
 K = 3
 LSH = CoreSettings().design.lsh  # scan runs with the defaults: MinHash on
@@ -180,23 +182,33 @@ def test_host_signals_penalise_the_trap_and_learn_its_rules(scanned) -> None:
     assert host_of("https://www.DailyLedger.example/x") in final
 
 
-def _square(x: int) -> int:
-    return x * x
+def test_scan_reads_its_input_one_window_ahead_and_answers_in_order(crawl) -> None:
+    """`fingerprinted` pulls at most two windows of events before the first outcome (memory stays flat on a
+    large input), answers every event in input order, and extracts each distinct body once."""
+    pulled: list[int] = []
+    raws = [orjson.dumps(e) for e in crawl[:150]]
+    raws += raws[:40]  # the same events again: bodies met before
 
-
-def test_bounded_map_keeps_order_and_reads_input_lazily() -> None:
-    pulled = []
-
-    def source() -> Iterator[int]:
-        for i in range(200):
+    def source() -> Iterator[RawEvent]:
+        for i, raw in enumerate(raws):
             pulled.append(i)
-            yield i
+            yield RawEvent(raw, "crawl.jsonl", i + 1)
 
+    sent: list[int] = []
     with ProcessPoolExecutor(2) as pool:
-        results = bounded_map(pool, _square, source(), chunk=5, window=3)
-        assert next(results) == 0
-        assert len(pulled) <= 5 * 3 + 1  # at most `window` chunks were submitted before the first result
-        assert list(results) == [i * i for i in range(1, 200)]
+        class Counting:
+            def submit(self, fn: Any, f: Any, jobs: list[Any]) -> Any:
+                sent.append(len(jobs))
+                return pool.submit(fn, f, jobs)
+
+        results = fingerprinted(source(), CoreSettings(), cast(Executor, Counting()), processes=2)
+        first = next(results)
+        assert len(pulled) <= 2 * WINDOW_PER_PROCESS * 2
+        outcomes = [first, *results]
+    expected = [fingerprint_event(raw) for raw in raws]
+    assert [o if isinstance(o, Fetch) else o.error for o in outcomes] == \
+        [o if isinstance(o, Fetch) else o.reason for o in expected]
+    assert sum(sent) <= len({orjson.loads(raw).get("body") for raw in raws})  # each distinct body once at most
 
 
 def test_scan_with_two_processes_decides_as_with_one(crawl, scanned, tmp_path: Path) -> None:

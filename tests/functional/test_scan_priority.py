@@ -60,7 +60,10 @@ def scan_priorities(tmp: Path, crawl: Path, env: dict[str, str]) -> tuple[set[in
     decisions = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert len({d["url"] for d in decisions}) >= 50  # a real scan decided the pages
     rows = [tuple(map(int, line.split())) for line in seen.read_text().splitlines()]
-    assert len(rows) == 60  # every event was extracted in the pool
+    events = [orjson.loads(line) for line in crawl.read_bytes().splitlines()]
+    bodies = {(e.get("body"), e.get("body_b64"), e.get("status"), e.get("content_type"), e.get("encoding"))
+              for e in events}
+    assert len(rows) == len(bodies)  # every distinct body was extracted in the pool, once
     pids = {pid for pid, _, _, _ in rows}
     scan_pids = {parent for _, _, parent, _ in rows}
     assert len(scan_pids) == 1 and not pids & scan_pids  # in the scan's own children, not the scan itself

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import orjson
 import pytest
 
 from neardup_core.fingerprint import page as page_module
 from neardup_core.fingerprint.memo import ContentMemo
-from neardup_core.fingerprint.page import fingerprint, fingerprint_with_extraction
+from neardup_core.fingerprint.page import (
+    FingerprintBatch,
+    Rejected,
+    fingerprint,
+    fingerprint_body,
+    fingerprint_event_with_extraction,
+    fingerprint_with_extraction,
+)
 from neardup_core.ingest.event import FetchedPage
 from neardup_core.settings import CoreSettings
 
@@ -81,3 +89,37 @@ def test_the_memo_keeps_the_most_recently_used_entries() -> None:
     assert empty.get(("a",)) is None
     with pytest.raises(ValueError):
         ContentMemo(-1)
+
+
+def raw_event(url: str, body: bytes = BODY, **fields: object) -> bytes:
+    return orjson.dumps({"url": url, "body": body.decode(), "fetched_at": "2026-01-01T00:00:00Z",
+                         "content_type": "text/html", **fields})
+
+
+def test_a_batch_extracts_each_distinct_body_once_and_answers_every_record_in_order(fresh_memo: ContentMemo) -> None:
+    other = BODY.replace(b"rail line", b"tram line")
+    records = [raw_event("https://news.example/rail"), b"not json", raw_event("http://mirror.example/rail"),
+               raw_event("https://news.example/tram", other), raw_event("https://copy.example/rail?utm=x"),
+               raw_event("https://news.example/gone", status=404)]
+    batch = FingerprintBatch([(raw, None, None) for raw in records])
+    assert [job.page.url for job in batch.jobs] == [
+        "https://news.example/rail", "https://news.example/tram", "https://news.example/gone"]
+    outcomes = batch.finish([fingerprint_body(job) for job in batch.jobs])
+    alone = [fingerprint_event_with_extraction(raw)[0] for raw in records]  # each extracted on its own
+    assert outcomes == alone
+    assert isinstance(outcomes[1], Rejected) and outcomes[1].stage == "validate"
+    # the next batch finds the bodies in the memo, whichever process extracted them
+    again = FingerprintBatch([(raw_event("https://fourth.example/rail"), None, None)])
+    assert again.jobs == [] and again.finish([]) == [fingerprint_event_with_extraction(
+        raw_event("https://fourth.example/rail"))[0]]
+
+
+def test_a_body_refused_by_extraction_refuses_every_record_that_carries_it(fresh_memo: ContentMemo) -> None:
+    records = [(raw_event(f"https://news.example/{n}"), None, None) for n in range(3)]
+    batch = FingerprintBatch(records)
+    assert len(batch.jobs) == 1
+    refused = Rejected("the extraction process died", "extract")
+    assert batch.finish([refused]) == [refused] * 3
+    assert len(fresh_memo) == 0  # a refusal is not remembered: the next record is extracted again
+    with pytest.raises(ValueError):
+        FingerprintBatch(records).finish([])
