@@ -9,6 +9,7 @@ DeduplicationJob: score, fetch time, https, URL length.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from neardup_core.hosts.urls import url_identity
@@ -27,6 +28,12 @@ def url_shape(url: str) -> int:
 def rank_of(url: str, importance: float, fetched_at_ms: int, body_sha256: str) -> Rank:
     """The rank of a version; the URL parts (scheme, shape, length, the URL tie-break) are those of the
     URL's identity (`url_identity`), so every spelling of one URL ranks the same."""
-    url = url_identity(url)
-    https = 0 if url.startswith("https:") else 1
-    return (-importance, https, url_shape(url), len(url), fetched_at_ms, url, body_sha256)
+    https, shape, length, identity = _url_rank(url)
+    return (-importance, https, shape, length, fetched_at_ms, identity, body_sha256)
+
+
+@lru_cache(maxsize=1 << 16)
+def _url_rank(url: str) -> tuple[int, int, int, str]:
+    """The URL's part of its rank: an index step ranks the same stored versions again and again."""
+    identity = url_identity(url)
+    return 0 if identity.startswith("https:") else 1, url_shape(identity), len(identity), identity
