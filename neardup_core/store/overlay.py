@@ -44,10 +44,15 @@ class Overlay:
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         """The base's items merged with the pending ones (a pending value wins, a pending delete
-        hides the key), in key order."""
+        hides the key), in key order; the base's own iterator when nothing is pending in the range
+        (most buckets a take reads)."""
         start, end = bisect.bisect_left(self._keys, lo), bisect.bisect_left(self._keys, hi)
-        mine = iter(self._keys[start:end])
-        theirs = self.base.scan(lo, hi)
+        if start == end:
+            return self.base.scan(lo, hi)
+        return self._merged(self._keys[start:end], self.base.scan(lo, hi))
+
+    def _merged(self, keys: list[bytes], theirs: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        mine = iter(keys)
         a, b = next(mine, None), next(theirs, None)
         while a is not None or b is not None:
             if b is None or (a is not None and a <= b[0]):
