@@ -151,6 +151,8 @@ class Agents:
             async for events in batches:
                 take = Take.begin(self.app)
                 batch = FingerprintBatch(map(self._raw_record, events), self.core)
+                metrics.BODIES.labels("extracted").inc(len(batch.jobs))
+                metrics.BODIES.labels("remembered").inc(batch.remembered)
                 done, pool = await self._fingerprint_jobs(batch.jobs, pool)
                 results = batch.finish(done)
                 fetches: dict[int, list[GatherMessage]] = defaultdict(list)

@@ -21,6 +21,9 @@ PARTIAL_COPIES = Counter("neardup_partial_copies_total",
                          "URLs whose decision started naming pages they hold (partial_of)",
                          registry=REGISTRY)
 """A counter moves up only: a URL whose `partial_of` empties again (an exact duplicate now) is not taken off."""
+BODIES = Counter("neardup_bodies_total",
+                 "Fetched pages by what their body cost: extracted, or met before (the memo, or earlier in the batch)",
+                 ["how"], registry=REGISTRY)
 REJECTS = Counter("neardup_rejects_total", "Events sent to the dead-letter topic", ["stage"], registry=REGISTRY)
 PROBES = Counter("neardup_probes_total", "Bucket probes answered", registry=REGISTRY)
 PROBE_SECONDS = Histogram("neardup_probe_seconds", "Time to scan and insert one bucket", registry=REGISTRY,

@@ -101,6 +101,8 @@ class FingerprintBatch:
     def __init__(self, records: Iterable[RawRecord], settings: CoreSettings = DEFAULT_SETTINGS) -> None:
         self.settings = settings
         self.jobs: list[BodyJob] = []
+        self.remembered = 0
+        """Records whose body was met before, in the memo or earlier in the batch: not extracted."""
         self._outcomes: list[Fetch | Rejected | None] = []
         self._waiting: list[tuple[int, int, FetchedPage]] = []  # (record, job, page) answered by `finish`
         self._keys: list[tuple[Hashable, ...]] = []  # each job's memo key
@@ -122,12 +124,15 @@ class FingerprintBatch:
             seen = memo.get(content)
             if seen is not None:
                 self._outcomes[at] = _as_page(seen, page)
+                self.remembered += 1
                 continue
             job = new.get(content)
             if job is None:
                 job = new[content] = len(self.jobs)
                 self.jobs.append(BodyJob(page, body_digest, settings))
                 self._keys.append(content)
+            else:
+                self.remembered += 1
             self._waiting.append((at, job, page))
 
     def finish(self, results: list[Fetch | Rejected]) -> list[Fetch | Rejected]:

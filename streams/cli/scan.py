@@ -46,6 +46,8 @@ class ScanSummary:
     verdicts: Counter[str] = field(default_factory=Counter)
     partial_copies: int = 0
     """URLs whose latest decision names pages they hold (`partial_of` not empty)."""
+    bodies_extracted: int = 0
+    """Distinct bodies extracted; every other event decided had a body met before (`FingerprintBatch`)."""
     reject_reasons: Counter[str] = field(default_factory=Counter)
     reject_places: dict[str, list[str]] = field(default_factory=dict)
     """The first few places (`file:line`, or `file@offset` in a WARC) of each reject reason."""
@@ -82,6 +84,7 @@ class ScanSummary:
             table.add_row(f"  from {kind}", str(n))
         table.add_row("events decided", str(self.fetches))
         table.add_row("events rejected", str(self.rejected))
+        table.add_row("bodies extracted (a body met before is not extracted again)", str(self.bodies_extracted))
         table.add_row("decision lines (revisions included)", str(self.decisions))
         table.add_row("of which revisions", str(self.revisions))
         for verdict, n in sorted(self.verdicts.items()):
@@ -137,18 +140,20 @@ WINDOW_PER_PROCESS = 32
 
 
 def fingerprinted(items: Iterable[RawEvent | FileError], settings: CoreSettings, pool: Executor | None,
-                  processes: int = 1) -> Iterator[Fetch | Rejection | FileError]:
+                  processes: int = 1, summary: ScanSummary | None = None) -> Iterator[Fetch | Rejection | FileError]:
     """Each item's outcome, in input order: its `Fetch`, its rejects line (`Rejection`), or a file error as it
     is. The items go in windows of `WINDOW_PER_PROCESS` events per process, each a `FingerprintBatch`: parsed
     here, each distinct body extracted once (in `pool` when there is one) and a body met recently answered from
-    the memo. The pool extracts a window while this process decides the one before, and the input is read one
-    window ahead only, so memory stays flat on a large WARC."""
+    the memo (counted in `summary.bodies_extracted`). The pool extracts a window while this process decides
+    the one before, and the input is read one window ahead only, so memory stays flat on a large WARC."""
     size = WINDOW_PER_PROCESS * max(1, processes)
     pending: deque[tuple[list[RawEvent | FileError], FingerprintBatch, list[Future[list[Fetch | Rejected]]]]] = deque()
     source = iter(items)
     while window := list(islice(source, size)):
         batch = FingerprintBatch(((e.raw, e.key, e.timestamp_ms) for e in window if isinstance(e, RawEvent)),
                                  settings)
+        if summary is not None:
+            summary.bodies_extracted += len(batch.jobs)
         futures = [pool.submit(apply_each, _fingerprint_one, chunk) for chunk in chunks_for(batch.jobs, processes)] \
             if pool is not None else []
         pending.append((window, batch, futures))
@@ -246,7 +251,7 @@ def run_scan(settings: Settings, files: list[Path], *, state: Path, out: Path | 
     total = sum(t for t in totals if t is not None) if all(t is not None for t in totals) else None
     # its processes die with this one
     pool = extraction_pool(processes, core, settings.scan_nice) if processes > 1 else None
-    results = fingerprinted(_counted(files, summary), core, pool, processes)
+    results = fingerprinted(_counted(files, summary), core, pool, processes, summary)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
     with (out.open("wb") if out is not None else _Stdout() as out_fh, _maybe_open(rejects) as rejects_fh,

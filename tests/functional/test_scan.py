@@ -28,7 +28,7 @@ from neardup_core.ingest.files import RawEvent
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.oracle import rule_problems
 from neardup_core.testing.synthetic import generate_crawl
-from streams.cli.scan import WINDOW_PER_PROCESS, fingerprinted
+from streams.cli.scan import WINDOW_PER_PROCESS, ScanSummary, fingerprinted
 
 K = 3
 LSH = CoreSettings().design.lsh  # scan runs with the defaults: MinHash on
@@ -201,7 +201,8 @@ def test_scan_reads_its_input_one_window_ahead_and_answers_in_order(crawl) -> No
                 sent.append(len(jobs))
                 return pool.submit(fn, f, jobs)
 
-        results = fingerprinted(source(), CoreSettings(), cast(Executor, Counting()), processes=2)
+        summary = ScanSummary()
+        results = fingerprinted(source(), CoreSettings(), cast(Executor, Counting()), processes=2, summary=summary)
         first = next(results)
         assert len(pulled) <= 2 * WINDOW_PER_PROCESS * 2
         outcomes = [first, *results]
@@ -209,6 +210,7 @@ def test_scan_reads_its_input_one_window_ahead_and_answers_in_order(crawl) -> No
     assert [o if isinstance(o, Fetch) else o.error for o in outcomes] == \
         [o if isinstance(o, Fetch) else o.reason for o in expected]
     assert sum(sent) <= len({orjson.loads(raw).get("body") for raw in raws})  # each distinct body once at most
+    assert summary.bodies_extracted == sum(sent)
 
 
 def test_scan_with_two_processes_decides_as_with_one(crawl, scanned, tmp_path: Path) -> None:

@@ -104,13 +104,14 @@ def test_a_batch_extracts_each_distinct_body_once_and_answers_every_record_in_or
     batch = FingerprintBatch([(raw, None, None) for raw in records])
     assert [job.page.url for job in batch.jobs] == [
         "https://news.example/rail", "https://news.example/tram", "https://news.example/gone"]
+    assert batch.remembered == 2  # the mirror and the copy: their body came earlier in the batch
     outcomes = batch.finish([fingerprint_body(job) for job in batch.jobs])
     alone = [fingerprint_event_with_extraction(raw)[0] for raw in records]  # each extracted on its own
     assert outcomes == alone
     assert isinstance(outcomes[1], Rejected) and outcomes[1].stage == "validate"
     # the next batch finds the bodies in the memo, whichever process extracted them
     again = FingerprintBatch([(raw_event("https://fourth.example/rail"), None, None)])
-    assert again.jobs == [] and again.finish([]) == [fingerprint_event_with_extraction(
+    assert again.jobs == [] and again.remembered == 1 and again.finish([]) == [fingerprint_event_with_extraction(
         raw_event("https://fourth.example/rail"))[0]]
 
 
