@@ -3,14 +3,14 @@ whether they extract alike.
 
     python bench/bench_extract_cpu.py --code before=/tmp/before --code after=. [--rounds 3] [--repeat 3]
 
-Each ``--code LABEL=DIR`` runs in processes of its own with DIR first on the Python path (a `git archive`
-copy has no compiled module: build one with ``python setup.py build_ext --inplace`` in it). The
-checkouts take turns, `--rounds` processes each; in a process every corpus page is decoded first
-(untimed), extracted once (warm), then timed `--repeat` times (`time.process_time`, best counts). A
-page's time is its best over all rounds, summed over pages: a burst of other work on a shared machine
-inflates one run, not the result. Rows: `extract()` and `fastjustext.paragraphs_of` (parsing and
-segmenting only). Each checkout also hashes `extract()` of every page (text, paragraphs, language,
-boilerplate ratio, fallback, template finding) and every paragraph's facts; the hashes must match.
+Each ``--code LABEL=DIR`` runs in processes of its own with DIR first on the Python path and as working
+directory (a `git archive` copy has no compiled module: build one with ``python setup.py build_ext
+--inplace`` in it). The checkouts take turns, `--rounds` processes each; in a process every corpus page
+is decoded first (untimed), extracted once (warm), then timed `--repeat` times (`time.process_time`,
+best counts). A page's time is its best over all rounds, summed over pages: a burst of other work on a
+shared machine inflates one run, not the result. Rows: `extract()` and `fastjustext.paragraphs_of`
+(parsing and segmenting only). Each checkout also hashes `extract()` of every page (text, paragraphs,
+language, boilerplate ratio, fallback, template finding) and every paragraph's facts; they must match.
 """
 
 from __future__ import annotations
@@ -92,9 +92,10 @@ def main() -> None:
     digests: dict[str, dict[str, str]] = {}
     for round_ in range(args.rounds):
         for label, path in codes.items():
-            env = {**os.environ, "PYTHONPATH": str(Path(path).resolve())}
+            root = Path(path).resolve()  # first on the path, and the working directory (`-c` puts it first)
             out = subprocess.run([sys.executable, "-c", CHILD, str(corpus), str(args.repeat), str(int(round_ == 0))],
-                                 env=env, check=True, capture_output=True, text=True).stdout
+                                 env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, check=True,
+                                 capture_output=True, text=True).stdout
             result = json.loads(out)
             if round_ == 0:
                 digests[label] = result["digests"]
