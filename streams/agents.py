@@ -83,6 +83,8 @@ def due_range(tick_ms: int) -> tuple[bytes, bytes]:
 
 
 ALL_PENDING = (PENDING, PENDING + b"\xff" * 9)
+PENDING_ROUNDS = 2.5
+"""Tick intervals after which a gather partition's waiting pages leave `neardup_pending_pages`."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class Agents:
     def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
                  extract_processes: int, extract_nice: int = 0, batch_max: int = 256, batch_wait_s: float = 0.2,
                  hop_wait_s: float = 0.05, index_processes: int = 1, index_cache_bytes: int = 32 << 20,
-                 fail: Fail = stop_worker) -> None:
+                 tick_interval_s: float = 5.0, fail: Fail = stop_worker) -> None:
         self.app = app
         self.topics = topics
         self.tables = tables
@@ -132,6 +134,9 @@ class Agents:
             if index_processes > 0 else None
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
+        self.tick_interval_s = tick_interval_s
+        self.pending: dict[int, tuple[float, int]] = {}
+        """Per gather partition: when its last tick was processed here (monotonic) and the pages waiting then."""
 
     def partition_of(self, key: bytes) -> int:
         return partition_of(key, self.partitions)
@@ -295,7 +300,7 @@ class Agents:
             if isinstance(message, int):
                 for key, _ in list(view.scan(*due_range(message))):
                     published += self.rule.on_tick(state_of(key[9:].decode()), message)
-                metrics.PENDING.set(sum(1 for _ in view.scan(*ALL_PENDING)))
+                self._note_pending(partition, sum(1 for _ in view.scan(*ALL_PENDING)))
             elif isinstance(message, Fetch):
                 self.received.setdefault(message.url.encode(), time.monotonic())
                 new, decided = self.rule.on_fetch(state_of(message.url), message, now)
@@ -314,6 +319,17 @@ class Agents:
                 if after is not None:
                     view.put(pending_key(after, url), b"")
         return probes, published
+
+    def _note_pending(self, partition: int, count: int) -> None:
+        """`neardup_pending_pages`: the pages waiting in every gather partition of this worker, each as its
+        last tick counted them. A partition without a tick for `PENDING_ROUNDS` tick intervals (moved to
+        another worker) drops out."""
+        now = time.monotonic()
+        self.pending[partition] = (now, count)
+        horizon = now - PENDING_ROUNDS * self.tick_interval_s
+        for p in [p for p, (seen, _) in self.pending.items() if seen < horizon]:
+            del self.pending[p]
+        metrics.PENDING.set(sum(n for _, n in self.pending.values()))
 
     async def _send_probes(self, take: Take, probes: list[Probe]) -> None:
         """One probes record per index partition (more when they hold over `records.RECORD_BYTES`)."""

@@ -153,7 +153,8 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
     agents = Agents(app, topics, tables, settings.core, partitions=partitions,
                     extract_processes=settings.extract_processes, extract_nice=settings.extract_nice,
                     batch_max=settings.batch_max, batch_wait_s=settings.batch_wait_s, hop_wait_s=settings.hop_wait_s,
-                    index_processes=settings.index_processes, index_cache_bytes=settings.index_cache_mb << 20)
+                    index_processes=settings.index_processes, index_cache_bytes=settings.index_cache_mb << 20,
+                    tick_interval_s=settings.tick_interval_s)
 
     app.agent(topics.fetched, concurrency=1)(agents.fingerprint)
     app.agent(topics.gather, concurrency=1)(agents.gather)

@@ -21,6 +21,7 @@ from faust.types import TP
 
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
+from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probes_for
 from neardup_core.testing.oracle import oracle_from_fetches, rule_problems
 from neardup_core.testing.synthetic import generate_crawl_with_truth
@@ -308,6 +309,27 @@ def test_a_tick_past_the_deadline_decides_provisionally_and_late_answers_complet
     assert [(d["verdict"], d["complete"], d["revision"]) for d in final] == \
         [("unique", False, 1), ("unique", True, 2)]
 
+
+
+def test_pending_pages_counts_every_gather_partition_of_the_worker(tmp_path: Path) -> None:
+    """`neardup_pending_pages` is the pages waiting in all the worker's gather partitions, not the count of
+    whichever partition ticked last."""
+    urls = [f"https://news{i}.example/story" for i in range(8)]
+
+    async def scenario(kafka: MemoryKafka) -> tuple[int, set[int], float]:
+        agents = agents_of(kafka)
+        for url in urls:
+            publish(kafka, article(url))
+        await kafka.run(hold=[PROBES])  # the probes wait; every page waits for its answers
+        await agents.send_ticks()
+        await kafka.run(hold=[PROBES])
+        gauge = metrics.REGISTRY.get_sample_value("neardup_pending_pages") or 0.0
+        parts = {agents.partition_of(url_identity(u).encode()) for u in urls}
+        return waiting_pages(agents), parts, gauge
+
+    waiting, parts, gauge = in_memory(settings_for(tmp_path), scenario)
+    assert waiting == len(urls) and len(parts) >= 2  # the pages wait in more than one partition
+    assert gauge == waiting
 
 
 def test_a_trap_host_gets_a_signal_with_its_penalty(tmp_path: Path) -> None:
