@@ -95,7 +95,7 @@ class FingerprintBatch:
     2. `jobs` holds one `BodyJob` per distinct body the memo lacks, for `fingerprint_body` (in a pool);
     3. `finish(results)`, given those jobs' results in order, remembers each new `Fetch` and returns
        every record's outcome in input order: a page whose body was met gets that body's content
-       fields with its own URL, host, time and importance (`fingerprint`).
+       fields with its own URL, host, time and importance (`_as_page`).
     """
 
     def __init__(self, records: Iterable[RawRecord], settings: CoreSettings = DEFAULT_SETTINGS) -> None:
@@ -106,34 +106,50 @@ class FingerprintBatch:
         self._outcomes: list[Fetch | Rejected | None] = []
         self._waiting: list[tuple[int, int, FetchedPage]] = []  # (record, job, page) answered by `finish`
         self._keys: list[tuple[Hashable, ...]] = []  # each job's memo key
-        memo = MEMO
-        new: dict[tuple[Hashable, ...], int] = {}
-        for at, (raw, key, timestamp_ms) in enumerate(records):
-            self._outcomes.append(None)
+        self._new: dict[tuple[Hashable, ...], int] = {}  # a memo key's job
+        for raw, key, timestamp_ms in records:
             try:
                 page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
                                    max_url_bytes=settings.max_url_bytes)
-                body_digest = body_sha256(page.body)
-                content = content_key(page, body_digest, settings)
+                body_digest, content = self._content(page)
             except EventError as exc:
-                self._outcomes[at] = Rejected(exc.reason, exc.stage)
+                self._outcomes.append(Rejected(exc.reason, exc.stage))
                 continue
             except Exception as exc:  # a bug must not stop the worker or the scan: a dead letter
-                self._outcomes[at] = Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint")
+                self._outcomes.append(Rejected(f"internal error: {type(exc).__name__}: {exc}", "fingerprint"))
                 continue
-            seen = memo.get(content)
-            if seen is not None:
-                self._outcomes[at] = _as_page(seen, page)
-                self.remembered += 1
-                continue
-            job = new.get(content)
-            if job is None:
-                job = new[content] = len(self.jobs)
-                self.jobs.append(BodyJob(page, body_digest, settings))
-                self._keys.append(content)
-            else:
-                self.remembered += 1
-            self._waiting.append((at, job, page))
+            self._add(page, body_digest, content)
+
+    @classmethod
+    def of_pages(cls, pages: Iterable[FetchedPage], settings: CoreSettings = DEFAULT_SETTINGS) -> FingerprintBatch:
+        """A batch of pages already parsed (`fingerprint`)."""
+        batch = cls((), settings)
+        for page in pages:
+            batch._add(page, *batch._content(page))
+        return batch
+
+    def _content(self, page: FetchedPage) -> tuple[str, tuple[Hashable, ...]]:
+        body_digest = body_sha256(page.body)
+        return body_digest, content_key(page, body_digest, self.settings)
+
+    def _add(self, page: FetchedPage, body_digest: str, content: tuple[Hashable, ...]) -> None:
+        """The page's outcome from the memo, or its wait for its body's job (a new one, or an earlier
+        page's of this batch)."""
+        at = len(self._outcomes)
+        seen = MEMO.get(content)
+        if seen is not None:
+            self._outcomes.append(_as_page(seen, page))
+            self.remembered += 1
+            return
+        self._outcomes.append(None)
+        job = self._new.get(content)
+        if job is None:
+            job = self._new[content] = len(self.jobs)
+            self.jobs.append(BodyJob(page, body_digest, self.settings))
+            self._keys.append(content)
+        else:
+            self.remembered += 1
+        self._waiting.append((at, job, page))
 
     def finish(self, results: list[Fetch | Rejected]) -> list[Fetch | Rejected]:
         """Every record's outcome, in input order, given the results of `jobs` in their order."""
@@ -190,14 +206,10 @@ def fingerprint(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS) ->
     """The page's `Fetch`; raises `EventError` (stage decode or extract) for undecodable pages. A body
     this process fingerprinted recently under the same decoding fields and settings is not extracted
     again (`MEMO`): its content fields are the last one's, with this page's URL, host, time and
-    importance."""
-    body_digest = body_sha256(page.body)
-    key = content_key(page, body_digest, settings)
-    seen = MEMO.get(key)
-    if seen is not None:
-        return _as_page(seen, page)
-    fetch = _fingerprint(page, settings, body_digest)[0]
-    MEMO.put(key, fetch)
+    importance (a `FingerprintBatch` of one page, extracted here)."""
+    batch = FingerprintBatch.of_pages([page], settings)
+    fetch = batch.finish([_fingerprint(job.page, job.settings, job.body_digest)[0] for job in batch.jobs])[0]
+    assert isinstance(fetch, Fetch)  # `_fingerprint` raises rather than refuse
     return fetch
 
 
