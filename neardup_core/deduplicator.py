@@ -20,7 +20,6 @@ the revisions of pages a better copy now outranks) and each host signal goes to 
 
 from __future__ import annotations
 
-import base64
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +29,7 @@ from types import TracebackType
 from typing import Any, overload
 
 import orjson
+import pybase64
 
 from neardup_core.dedup.gather import Published
 from neardup_core.embedded import EventDeduplicator, Outcome
@@ -201,7 +201,7 @@ class Deduplicator:
         if isinstance(html, str):
             event["body"] = html
         else:
-            event["body_b64"] = base64.b64encode(html).decode("ascii")
+            event["body_b64"] = pybase64.b64encode_as_string(html)
         if headers:
             event["headers"] = dict(headers)
             content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)

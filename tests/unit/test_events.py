@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import binascii
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neardup_core.ingest.event import EventError, parse_event
 
@@ -28,6 +31,22 @@ def test_body_b64_and_epoch_ms_and_record_timestamp() -> None:
     page = parse_event(raw, timestamp_ms=1_700_000_000_000)
     assert page.body == b"\xe9t\xe9" and page.fetched_at_ms == 1_700_000_000_000
     assert parse_event(ev(fetched_at=1_700_000_000_123)).fetched_at_ms == 1_700_000_000_123
+
+
+@given(st.binary(max_size=300), st.text(alphabet="ABCab01+/=\n -_*\u00e9", max_size=12))
+def test_body_b64_decodes_as_the_standard_librarys_strict_decoder(body: bytes, text: str) -> None:
+    """The fast decoder changes nothing: every body comes back, and any string is accepted or refused
+    (with the standard library's own reason) exactly as `base64.b64decode(validate=True)` does."""
+    assert parse_event(ev(body=..., body_b64=base64.b64encode(body).decode())).body == body
+    try:
+        expected: bytes | str = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        expected = f"'body_b64' is not valid base64: {exc}"
+    try:
+        got: bytes | str = parse_event(ev(body=..., body_b64=text)).body
+    except EventError as exc:
+        got = exc.reason
+    assert got == expected
 
 
 @pytest.mark.parametrize(("raw", "key", "words"), [
