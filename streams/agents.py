@@ -24,10 +24,11 @@ new process, and is a dead letter if that one dies too.
 per-process bookkeeping (when a fetch reached the gather stage). `streams.app` registers each
 method as an agent (concurrency 1) or a timer.
 
-Every send goes out at once (`force=True`): with Faust's `stream_publish_on_commit` a send made
-while an event is processed would wait until that event's offset commits, a commit interval per
-hop. Table reads and writes touch only the partition of the record being processed, which is what
-Faust's changelogs assume.
+A take's records go out with its commit (`Take.commit`, in aiokafka batches per partition), not
+through Faust's `stream_publish_on_commit` buffer, which would hold them until the input's offsets
+commit, a commit interval per hop; the timer's ticks go out at once (`force=True`). Table reads
+and writes touch only the partition of the record being processed, which is what Faust's changelogs
+assume.
 """
 
 from __future__ import annotations
@@ -214,7 +215,7 @@ class Agents:
         status.RECORDER.rejected(rejected, key=msg.key, topic=msg.topic, partition=msg.partition, offset=msg.offset)
         letter = rejected.dead_letter(msg.value or b"", msg.topic, msg.partition, msg.offset, key=msg.key,
                                       settings=self.core)
-        await take.send(self.topics.rejected, key=letter.key, value=letter.value)
+        take.send(self.topics.rejected, key=letter.key, value=letter.value)
 
     async def _send_gather(self, take: Take, by_partition: dict[int, list[GatherMessage]]) -> None:
         await self._send_gather_packed(take, {partition: [records.pack_gather_message(m) for m in messages]
@@ -225,7 +226,7 @@ class Agents:
         messages packed already (`records.pack_gather_message`: the index process packs its own)."""
         for partition, packed in sorted(by_partition.items()):
             for value in records.gather_records_packed(packed):
-                await take.send(self.topics.gather, key=None, value=value, partition=partition)
+                take.send(self.topics.gather, key=None, value=value, partition=partition)
 
     async def _isolated(self, take: Take, table: TableT[bytes, bytes], partition: int, group: Sequence[EventT],
                         step: Callable[[Store, int, Sequence[EventT]], R], stage: str) -> list[R]:
@@ -338,7 +339,7 @@ class Agents:
             by_partition[self.partition_of(probe.lo)].append(probe)
         for index_partition, batch in sorted(by_partition.items()):
             for value in records.probe_records(batch):
-                await take.send(self.topics.probes, key=None, value=value, partition=index_partition)
+                take.send(self.topics.probes, key=None, value=value, partition=index_partition)
 
     def _expire_urls(self, states: UrlStates, messages: list[GatherMessage]) -> None:
         """With a retention: move the partition's clock by the record's fetches and remove the URL
@@ -371,11 +372,11 @@ class Agents:
             key = d.url.encode()
             if d.complete and key in self.received:
                 metrics.DECISION_SECONDS.observe(time.monotonic() - self.received.pop(key))
-            await take.send(self.topics.decisions, key=url_identity(d.url).encode(), value=d.to_json())
+            take.send(self.topics.decisions, key=url_identity(d.url).encode(), value=d.to_json())
             changes[self.partition_of(d.host.encode())].append((d, before))
         for partition, batch in sorted(changes.items()):
             for value in records.encode_host_changes_capped(batch):
-                await take.send(self.topics.hosts, key=None, value=value, partition=partition)
+                take.send(self.topics.hosts, key=None, value=value, partition=partition)
 
     async def send_ticks(self) -> None:
         """Timer of the leader: a tick to every gather partition, processed there in order with the
@@ -500,7 +501,7 @@ class Agents:
                                                  "hosts"):
                     signals += sent
             for signal in signals:
-                await take.send(self.topics.signals, key=signal.host.encode(), value=signal.to_json())
+                take.send(self.topics.signals, key=signal.host.encode(), value=signal.to_json())
             await take.commit()
 
     def _hosts_partition(self, view: Store, partition: int, events: Sequence[EventT]) -> list[HostSignal]:

@@ -11,7 +11,10 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
    holds the live state, and recovery replays the live state, not the history. A transaction's
    records go to one partition, so they are appended to aiokafka batches and sent a batch at a time
    (`produce_batches`), not a record at a time.
-2. Produce the take's outputs (decisions, internal records, dead letters).
+2. Produce the take's outputs (decisions, internal records, dead letters), each partition's records
+   in order and in as few batches as fit, as in 1. A keyed record goes to the partition Kafka's
+   default partitioner gives its key (`streams.records.partition_of`, murmur2: the partition Faust's
+   `Topic.send` chose before), so a URL's decisions stay in one partition, in order.
 3. Wait until the broker has acknowledged every record of 1 and 2. Any refusal raises: the caller
    stops the worker (`stop_worker`) before the take's input is acknowledged.
 4. Refuse to go on when the group moved on while the take was processed (another generation: this
@@ -45,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,6 +57,7 @@ from typing import Any, NoReturn, cast
 from faust.types import AppT, ProducerT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
+from streams.records import partition_of
 from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
 
 log = logging.getLogger(__name__)
@@ -100,7 +105,9 @@ class Take:
     app: AppT
     generation: int
     transactions: dict[tuple[str, int], _Transaction] = field(default_factory=dict)
-    sends: list[Awaitable[Any]] = field(default_factory=list)
+    outputs: dict[tuple[str, int | None], list[tuple[bytes | None, bytes]]] = field(default_factory=dict)
+    """The records to produce, by topic and partition (None: by the key's partition), in order."""
+    topics: dict[str, TopicT] = field(default_factory=dict)
 
     @classmethod
     def begin(cls, app: AppT) -> Take:
@@ -114,9 +121,11 @@ class Take:
             tx = self.transactions[key] = _Transaction(table, partition, Overlay(PartitionView(table, partition)))
         return tx.overlay
 
-    async def send(self, topic: TopicT, *, key: bytes | None, value: bytes, partition: int | None = None) -> None:
-        """Produce a record now; its acknowledgement is awaited by `commit`."""
-        self.sends.append(await topic.send(force=True, key=key, value=value, partition=partition))
+    def send(self, topic: TopicT, *, key: bytes | None, value: bytes, partition: int | None = None) -> None:
+        """A record to produce with the take (step 2 of `commit`); its acknowledgement is awaited there."""
+        name = topic.get_topic_name()
+        self.topics.setdefault(name, topic)
+        self.outputs.setdefault((name, partition), []).append((key, value))
 
     async def commit(self) -> None:
         """Steps 1-5 of the module's docstring."""
@@ -135,8 +144,8 @@ class Take:
                 acks = [_offset(await producer.send(topic, key, value, tx.partition, None, headers))
                         for key, value in items]
             produced.append((tx, items, acks))
-        # 2. (the agent's sends went out as it made them)
-        await asyncio.gather(*self.sends)  # 3.
+        sent = await self._produce_outputs(batches)  # 2.
+        await asyncio.gather(*sent)  # 3.
         offsets: list[int] = []
         for _tx, _items, acks in produced:
             offsets.append(max(await asyncio.gather(*acks)))
@@ -145,7 +154,30 @@ class Take:
         for (tx, items, _acks), offset in zip(produced, offsets, strict=True):  # 5.
             cast(PrefixRocksStore, tx.table.data).apply_local(tx.partition, items, offset, self.generation)
         self.transactions.clear()
-        self.sends.clear()
+        self.outputs.clear()
+
+    async def _produce_outputs(self, client: Any | None) -> list[Awaitable[Any]]:
+        """Step 2: each partition's records in aiokafka batches (`produce_batches`); with another driver
+        (the tests' in-memory producer), one `Topic.send` per record."""
+        sent: list[Awaitable[Any]] = []
+        if client is None:
+            for (name, partition), items in self.outputs.items():
+                topic = self.topics[name]
+                sent += [await topic.send(force=True, key=key, value=value, partition=partition)
+                         for key, value in items]
+            return sent
+        by_partition: dict[tuple[str, int], list[tuple[bytes | None, bytes | None]]] = {}
+        for (name, partition), items in self.outputs.items():
+            if partition is not None:
+                by_partition.setdefault((name, partition), []).extend(items)
+                continue
+            count = len(await client.partitions_for(name))
+            for key, value in items:
+                p = partition_of(key, count) if key is not None else random.randrange(count)
+                by_partition.setdefault((name, p), []).append((key, value))
+        for (name, partition), records in by_partition.items():
+            sent += await produce_batches(client, name, partition, records, [])
+        return sent
 
 
 async def _offset(sent: Awaitable[RecordMetadata]) -> int:
@@ -167,7 +199,8 @@ def record_batches(producer: ProducerT) -> Any | None:
     return client if client is not None and hasattr(client, "send_batch") else None
 
 
-async def produce_batches(client: Any, topic: str, partition: int, items: list[tuple[bytes, bytes | None]],
+async def produce_batches(client: Any, topic: str, partition: int,
+                          items: list[tuple[bytes, bytes | None]] | list[tuple[bytes | None, bytes | None]],
                           headers: list[tuple[str, bytes]]) -> list[Awaitable[int]]:
     """`items` as records of `topic`'s `partition`, in order, in as few of aiokafka's batches as fit
     (`BatchBuilder.append` refuses a record once the batch is full; an empty batch takes any record):

@@ -13,7 +13,8 @@ from pathlib import Path
 import orjson
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, all_complete
+from streams.devcluster import Cluster, Record, all_complete
+from streams.records import partition_of
 from tests.integration.checks import MAX_BODY, WORKER_ENV, check_g1_g3
 
 
@@ -69,6 +70,11 @@ def test_one_worker_decides_as_the_oracle_and_rejects_bad_input(pipeline: Cluste
     pipeline.publish([v for _, v in mixed], keys=[k for k, _ in mixed])
     decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}))
     check_g1_g3(pipeline, events, decisions)
+    # a take's outputs go out in batches per partition: a keyed record where Kafka's default partitioner puts it
+    placed: list[Record] = []
+    pipeline.follow("dedup.decisions", placed.append, lambda: len(placed) >= len(decisions), settle_s=1)
+    assert len(placed) == len(decisions)
+    assert [r for r in placed if r.key is None or r.partition != partition_of(r.key, pipeline.partitions)] == []
 
     rejected = pipeline.read_until("pages.rejected", lambda msgs: len(msgs) >= len(bad), settle_s=2)
     assert len(rejected) == len(bad), [r["error"] for r in rejected]
