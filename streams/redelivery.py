@@ -289,7 +289,9 @@ class RedeliveringConsumer(Consumer):
         for tp, missing in gaps.items():
             log.warning("a record of %s:%d would leave offsets from %d unread and counted as processed: "
                         "fetched again from %d", tp.topic, tp.partition, missing, dropped[tp])
-        assigned = self.assignment()
+        if not dropped:
+            return
+        assigned = self.assignment()  # a set of every assigned partition, built anew: only when it is needed
         again = {tp: offset for tp, offset in sorted(dropped.items()) if tp in assigned}
         if again:
             log.info("fetched records not handed on (a partition paused or the group rebalancing meanwhile), "
