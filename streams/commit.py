@@ -13,7 +13,7 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
    (`produce_batches`), not a record at a time.
 2. Produce the take's outputs (decisions, internal records, dead letters), each partition's records
    in order and in as few batches as fit, as in 1. A keyed record goes to the partition Kafka's
-   default partitioner gives its key (`streams.records.partition_of`, murmur2: the partition Faust's
+   default partitioner gives its key (`streams.records.key_partition`, murmur2: the partition Faust's
    `Topic.send` chose before), so a URL's decisions stay in one partition, in order.
 3. Wait until the broker has acknowledged every record of 1 and 2. Any refusal raises: the caller
    stops the worker (`stop_worker`) before the take's input is acknowledged.
@@ -57,7 +57,7 @@ from typing import Any, NoReturn, cast
 from faust.types import AppT, ProducerT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
-from streams.records import partition_of
+from streams.records import key_partition
 from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class _Transaction:
 
 @dataclass
 class Take:
-    """One take's partition transactions and sends, committed together (the module's steps)."""
+    """One take's partition transactions and output records, committed together (the module's steps)."""
 
     app: AppT
     generation: int
@@ -173,7 +173,7 @@ class Take:
                 continue
             count = len(await client.partitions_for(name))
             for key, value in items:
-                p = partition_of(key, count) if key is not None else random.randrange(count)
+                p = key_partition(key, count) if key is not None else random.randrange(count)
                 by_partition.setdefault((name, p), []).append((key, value))
         for (name, partition), records in by_partition.items():
             sent += await produce_batches(client, name, partition, records, [])

@@ -72,10 +72,15 @@ def murmur2(data: bytes) -> int:
     return h ^ (h >> 15)
 
 
+def key_partition(key: bytes, partitions: int) -> int:
+    """The partition of a keyed record: Kafka's default partitioner (murmur2)."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
 @lru_cache(maxsize=1 << 16)
 def partition_of(key: bytes, partitions: int) -> int:
-    """The partition a URL, a bucket or a host belongs to: Kafka's default partitioner (murmur2)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    """The partition a URL, a bucket or a host belongs to (`key_partition`, cached: the same keys recur)."""
+    return key_partition(key, partitions)
 
 
 def _pack(data: Any) -> bytes:
