@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
+from typing import Any
 
 from faust.types import TP, Message
 from mode.utils.queues import FlowControlEvent
 
 from streams.redelivery import (
+    CommittingThread,
     Progress,
     RedeliveringQueue,
     committing,
@@ -132,3 +134,24 @@ def test_acknowledged_records_after_a_hole_wait_for_nothing() -> None:
     assert committing([5, 6], None)
     hole = Progress(committed=32, read=47, highwater=48, busy=False, committing=False)
     assert stalled(hole, hole) == 32
+
+
+def test_a_commit_builds_the_assignment_once_and_commits_only_assigned_partitions() -> None:
+    """`CommittingThread._commit`: the offsets of assigned partitions go to aiokafka's commit, those of
+    partitions no longer assigned do not, and the set of assigned partitions is built once, not per offset."""
+    built: list[int] = []
+    assigned = {TP("t", 0), TP("t", 1)}
+    committed: dict[Any, Any] = {}
+
+    class Client:
+        async def commit(self, offsets: dict[Any, Any]) -> None:
+            committed.update(offsets)
+
+    thread = object.__new__(CommittingThread)  # no consumer, loop or thread: only `_commit` runs
+    thread.assignment = lambda: built.append(1) or set(assigned)  # type: ignore[method-assign]
+    thread._ensure_consumer = Client  # type: ignore[assignment,method-assign]
+    thread.tp_last_committed_at = {}
+    assert asyncio.run(thread._commit({TP("t", 0): 5, TP("t", 1): 7, TP("t", 2): 9}))
+    assert {(tp.topic, tp.partition): meta.offset for tp, meta in committed.items()} == {("t", 0): 5, ("t", 1): 7}
+    assert set(thread.tp_last_committed_at) == assigned
+    assert built == [1]

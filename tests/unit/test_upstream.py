@@ -21,7 +21,8 @@ from faust.stores.rocksdb import Store
 from faust.streams import Stream
 from faust.tables.recovery import Recovery
 from faust.transport.consumer import Consumer, ThreadDelegateConsumer
-from faust.transport.drivers.aiokafka import Producer
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
+from faust.transport.drivers.aiokafka import Consumer as AIOKafkaConsumer
 from mode.utils.queues import FlowControlEvent, ThrowableQueue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,10 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
      "streams/stores.py: apply_local writes the persisted offset under offset_key as it does"),
     (Store.persisted_offset, "6f2e502fb86043a1",
      "streams/stores.py: recovery resumes from the offset apply_local writes, read back here"),
+    (AIOKafkaConsumerThread._commit, "932852ce7a23f658",
+     "streams/redelivery.py: CommittingThread._commit is a copy that builds the assignment set once"),
+    (AIOKafkaConsumer._new_consumer_thread, "0870ec53dea75083",
+     "streams/redelivery.py: RedeliveringConsumer._new_consumer_thread makes a CommittingThread as it does"),
     (Producer._ensure_producer, "5592a4bbdf251325",
      "streams/commit.py: record_batches reaches the aiokafka producer under Faust's through it"),
     (AIOKafkaProducer.send_batch, "bf42b0f0c5c0646d",
