@@ -312,26 +312,18 @@ def report() -> None:
                             r["found"], r["retracted"]]))
 
     # 4 growth
-    pr(f"\n## Growth: corpus texts (shuffled, seed {SEED}), prefixes\n")
-    pr(fmt_row(["prefix", "texts", "end-state no cap", *[f"end K={k}" for k in KS], "online no cap",
-                *[f"online K={k}" for k in KS]]))
-    pr("|" + "---|" * (3 + 2 * len(KS) + 1))
-    for label, frac in (("quarter", 4), ("half", 2), ("all", 1)):
-        sub = order_c[:len(order_c) // frac]
-        idx = Index(sub, info)
-        ends = [f"{reads_end(idx, sub, k)[0]:.2f}" for k in (None, *KS)]
-        ons = [f"{online(sub, info, k)['reads']:.2f}" for k in (None, *KS)]
-        pr(fmt_row([label, len(sub), *ends, *ons]))
-    pr("\nSame, corpus + made pages shuffled together:\n")
-    pr(fmt_row(["prefix", "texts", "end-state no cap", *[f"end K={k}" for k in KS], "online no cap",
-                *[f"online K={k}" for k in KS]]))
-    pr("|" + "---|" * (3 + 2 * len(KS) + 1))
-    for label, frac in (("quarter", 4), ("half", 2), ("all", 1)):
-        sub = order_all[:len(order_all) // frac]
-        idx = Index(sub, info)
-        ends = [f"{reads_end(idx, sub, k)[0]:.2f}" for k in (None, *KS)]
-        ons = [f"{online(sub, info, k)['reads']:.2f}" for k in (None, *KS)]
-        pr(fmt_row([label, len(sub), *ends, *ons]))
+    for title, order in ((f"\n## Growth: corpus texts (shuffled, seed {SEED}), prefixes\n", order_c),
+                         ("\nSame, corpus + made pages shuffled together:\n", order_all)):
+        pr(title)
+        pr(fmt_row(["prefix", "texts", "end-state no cap", *[f"end K={k}" for k in KS], "online no cap",
+                    *[f"online K={k}" for k in KS]]))
+        pr("|" + "---|" * (3 + 2 * len(KS) + 1))
+        for label, frac in (("quarter", 4), ("half", 2), ("all", 1)):
+            sub = order[:len(order) // frac]
+            idx = Index(sub, info)
+            ends = [f"{reads_end(idx, sub, k)[0]:.2f}" for k in (None, *KS)]
+            ons = [f"{online(sub, info, k)['reads']:.2f}" for k in (None, *KS)]
+            pr(fmt_row([label, len(sub), *ends, *ons]))
 
     # 3b recall
     pairs = [p for p in data["pairs"] if p[1] in info and p[2] in info and p[1] != p[2]]
