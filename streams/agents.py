@@ -37,7 +37,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -130,6 +130,10 @@ class Agents:
         self.hop_wait_s = hop_wait_s
         self.fail = fail
         """What a failure the worker cannot handle does: `stop_worker` (tests raise instead)."""
+        self._pool: Executor | None = None
+        """The extraction processes (`_shared_pool`): two batches of the fingerprint agent may be in them."""
+        self.finishing: asyncio.Future[None] | None = None
+        """The fingerprint agent's batch being committed in the background (`_fingerprint`, step 3)."""
         self.rule = Gather(core)
         self.index_process = IndexProcess(core, partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
@@ -151,58 +155,91 @@ class Agents:
         await guarded("the fingerprint agent", self._fingerprint(stream), self.fail)
 
     async def _fingerprint(self, stream: StreamT[bytes]) -> None:
+        """1. Take a batch and hold its records' acknowledgement (`Message.incref`): `take_events`
+           acknowledges a batch when the agent asks for the next, and this one is not committed yet.
+        2. Parse it and hand its bodies to the extraction processes.
+        3. Wait until the batch before is committed (takes commit in order), then finish this one in
+           the background (`_finish_batch`) and ask for the next: its bodies reach the processes while
+           this one's outputs are committed, so the processes do not wait for the event loop."""
         batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
-        pool = self._extraction_pool()
+        self._shared_pool()  # forked now, not when the first batch waits for it
+        previous: asyncio.Future[None] | None = None
         try:
             async for events in batches:
+                for event in events:  # 1.
+                    event.message.incref()
                 take = Take.begin(self.app)
-                batch = FingerprintBatch(map(self._raw_record, events), self.core)
+                batch = FingerprintBatch(map(self._raw_record, events), self.core)  # 2.
                 metrics.BODIES.labels("extracted").inc(len(batch.jobs))
                 metrics.BODIES.labels("remembered").inc(batch.remembered)
-                done, pool = await self._fingerprint_jobs(batch.jobs, pool)
-                results = batch.finish(done)
-                fetches: dict[int, list[GatherMessage]] = defaultdict(list)
-                for event, result in zip(events, results, strict=True):
-                    metrics.PAGES.inc()
-                    if isinstance(result, Fetch):
-                        fetches[self.partition_of(url_identity(result.url).encode())].append(result)
-                    else:
-                        await self._reject(take, event, result)
-                await self._send_gather(take, fetches)
-                await take.commit()
+                extraction = asyncio.ensure_future(self._fingerprint_jobs(batch.jobs))
+                if previous is not None:  # 3.
+                    await previous
+                previous = self.finishing = asyncio.ensure_future(
+                    guarded("the fingerprint agent", self._finish_batch(take, events, batch, extraction), self.fail))
         finally:
+            if previous is not None and not previous.done():
+                previous.cancel()  # its records were not acknowledged: they are read again
+            pool, self._pool = self._pool, None
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _finish_batch(self, take: Take, events: Sequence[EventT], batch: FingerprintBatch,
+                            extraction: Awaitable[list[Fetch | Rejected]]) -> None:
+        """A batch's gather records and dead letters, committed; then its records acknowledged."""
+        results = batch.finish(await extraction)
+        fetches: dict[int, list[GatherMessage]] = defaultdict(list)
+        for event, result in zip(events, results, strict=True):
+            metrics.PAGES.inc()
+            if isinstance(result, Fetch):
+                fetches[self.partition_of(url_identity(result.url).encode())].append(result)
+            else:
+                await self._reject(take, event, result)
+        await self._send_gather(take, fetches)
+        await take.commit()
+        for event in events:
+            event.ack()  # the hold of step 1 released: Faust may now commit their offsets
 
     def _extraction_pool(self) -> Executor | None:
         if self.extract_processes <= 0:
             return None
         return extraction_pool(self.extract_processes, self.core, self.extract_nice)
 
-    async def _fingerprint_jobs(self, jobs: list[BodyJob], pool: Executor | None
-                                ) -> tuple[list[Fetch | Rejected], Executor | None]:
-        """Each job's outcome, and the pool to go on with: when an extraction process dies (killed, out of
-        memory), a new pool fingerprints the jobs again one at a time, and a job whose process dies
-        again is rejected (stage `extract`), with every record of the batch that carries its body."""
+    def _shared_pool(self) -> Executor | None:
+        """The extraction pool, started when first needed (again after one broke)."""
+        if self._pool is None:
+            self._pool = self._extraction_pool()
+        return self._pool
+
+    async def _fingerprint_jobs(self, jobs: list[BodyJob]) -> list[Fetch | Rejected]:
+        """Each job's outcome. When an extraction process dies (killed, out of memory), the pool is
+        replaced (by the first batch to see it broken: two batches may be in it) and this batch's jobs
+        are fingerprinted again one at a time, each in a new pool, and a job whose process dies again
+        is rejected (stage `extract`), with every record of the batch that carries its body."""
         loop = asyncio.get_running_loop()
+        pool = self._shared_pool()
         try:
             parts = await asyncio.gather(*(loop.run_in_executor(pool, apply_each, fingerprint_body, chunk)
                                            for chunk in chunks_for(jobs, self.extract_processes)))
-            return [r for part in parts for r in part], pool
+            return [r for part in parts for r in part]
         except BrokenProcessPool:
             log.warning("an extraction process died; fingerprinting the batch's %d bodies again one at a time",
                         len(jobs))
+        if pool is not None and self._pool is pool:
+            self._pool = None
+            pool.shutdown(wait=False)
         out: list[Fetch | Rejected] = []
         for job in jobs:
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-            pool = self._extraction_pool()
+            alone = self._extraction_pool()
             try:
-                out.append(await loop.run_in_executor(pool, fingerprint_body, job))
+                out.append(await loop.run_in_executor(alone, fingerprint_body, job))
             except BrokenProcessPool:
                 out.append(Rejected("the extraction process died while fingerprinting this event, twice "
                                     "(killed, or out of memory)", "extract"))
-        return out, pool
+            finally:
+                if alone is not None:
+                    alone.shutdown(wait=False, cancel_futures=True)
+        return out
 
     @staticmethod
     def _raw_record(event: EventT) -> RawRecord:

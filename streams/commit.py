@@ -22,9 +22,11 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
 5. Write each transaction to its partition's RocksDB in one atomic batch, together with the
    changelog offset it reached (Faust's persisted offset, where a recovery on this disk resumes)
    and the generation.
-6. Return. The agent then asks for its next take, which acknowledges this take's input records
-   (`Stream.take_events` acks a take when the agent comes back for the next); Faust commits
-   acknowledged offsets after flushing its producer.
+6. Return. The agent then acknowledges this take's input records: the later agents by asking for their
+   next take (`Stream.take_events` acks a take when the agent comes back for the next), the
+   fingerprint agent, which asks for its next take before this one commits, by releasing the
+   reference it held on each record (`Agents._finish_batch`). Faust commits acknowledged offsets after
+   flushing its producer.
 
 A worker killed between 3 and 5 left changelog records its disk lacks: Faust's recovery reads the
 changelog from the persisted offset of 5 and applies them. Killed before 6, its input is read again

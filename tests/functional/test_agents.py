@@ -29,6 +29,7 @@ from neardup_core.timefmt import ms_to_rfc3339
 from streams import metrics, records
 from streams.agents import ALL_PENDING, Agents
 from streams.app import PRODUCER_BATCH_BYTES, create_app
+from streams.commit import Take
 from streams.settings import Settings
 from streams.stores import PrefixRocksStore, scan_partition
 from tests.functional.memory_kafka import MemoryKafka
@@ -441,3 +442,52 @@ def test_sends_go_out_at_once_even_when_faust_would_publish_on_commit(tmp_path: 
     assert [d.host for r in kafka.records(HOSTS) for d, _ in records.decode_host_changes(r.value or b"")] == \
         ["news.example"]
     assert [r.key for r in kafka.records(REJECTED)] == [b"https://bad.example/"]
+
+
+def test_a_batch_is_acknowledged_after_its_commit_while_the_next_is_extracted(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint agent extracts batch 2 while batch 1's outputs are committed, and batch 1's
+    records are acknowledged (their offsets free to commit) only once its commit returned."""
+    token = random.randrange(1 << 60)  # bodies no earlier test left in the fingerprint memo
+    first, second = (article(url, body=f"{ARTICLE['body']}<p>{name} {token}</p>")
+                     for url, name in (("https://news.example/one", "one"), ("https://other.example/two", "two")))
+    release = asyncio.Event()
+    extracted: list[int] = []
+    finished: list[list[faust.types.EventT]] = []
+    commit, jobs, finish = Take.commit, Agents._fingerprint_jobs, Agents._finish_batch
+
+    async def held_commit(self: Take) -> None:
+        if any(name.endswith("neardup.gather") for name, _ in self.outputs) and not release.is_set():
+            await release.wait()  # the first fingerprint batch's commit, until the test lets it go
+        await commit(self)
+
+    async def counted_jobs(self: Agents, batch: list[Any]) -> list[Any]:
+        extracted.append(len(batch))
+        return await jobs(self, batch)
+
+    async def recorded_finish(self: Agents, take: Take, events: Any, *args: Any) -> None:
+        finished.append(list(events))
+        await finish(self, take, events, *args)
+
+    monkeypatch.setattr(Take, "commit", held_commit)
+    monkeypatch.setattr(Agents, "_fingerprint_jobs", counted_jobs)
+    monkeypatch.setattr(Agents, "_finish_batch", recorded_finish)
+
+    async def scenario(kafka: MemoryKafka) -> tuple[list[bool], list[int], list[bool], dict[str, dict[str, Any]]]:
+        publish(kafka, first)
+        publish(kafka, second)  # with batch_max 1, the second batch
+        running = asyncio.ensure_future(kafka.run())
+        deadline = time.monotonic() + 10
+        while (len(extracted) < 2 or not finished) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        held = [e.message.acked for e in finished[0]]
+        counts = list(extracted)
+        release.set()
+        await running
+        return held, counts, [e.message.acked for e in finished[0]], latest(kafka)
+
+    held, counts, acked, got = in_memory(settings_for(tmp_path, batch_max=1), scenario)
+    assert counts == [1, 1], "batch 2 was extracted while batch 1's commit was held"
+    assert held == [False], "batch 1 acknowledged before its commit returned"
+    assert acked == [True]
+    assert got[first["url"]]["complete"] and got[second["url"]]["complete"]
