@@ -1,5 +1,9 @@
 """The brute-force oracle: the decision rule applied to all pairs, O(n^2). For tests.
 
+Pairs that cannot match are passed over without calling the rule (`_Neighbours`): the rule's own
+preconditions (equal digests, SimHash within k, a band of equal rows, an equal containment minimum)
+pick a superset of the pairs it can match, found with dicts and numpy instead of n^2 Python calls.
+
 `oracle_partials` applies the partial-copy rule (`dedup/rule.py`, `partial_match`) to all pairs the same
 way, and `exact_containments` gives the true containment behind each page it names, from the shingle
 sets, for what the estimate cannot say."""
@@ -7,7 +11,8 @@ sets, for what the estimate cannot say."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +31,46 @@ Partials = tuple[tuple[str, float], ...]
 """A `partial_of` as (URL identity, containment rounded to `JACCARD_DIGITS`) pairs, in its order."""
 
 
+class _Neighbours:
+    """Per page, the versions the rule could relate it to, in their order in `versions`: those with its main
+    text or body digest, with a SimHash within `k` bits, with a band of equal rows (`lsh`; what
+    `minhash.shared_band` tests) or, with `minima_bands`, an equal containment minimum in one of the first
+    bands (`rule.shared_minimum`). Every pair `match_of` or `partial_match` accepts is among them."""
+
+    def __init__(self, versions: Sequence[PageVersion], k: int, lsh: BandDesign | None = None,
+                 minima_bands: int | None = None) -> None:
+        self.versions = versions
+        self.k = k
+        self.lsh = lsh
+        self.minima_bands = minima_bands
+        self.by_key: dict[Hashable, list[int]] = defaultdict(list)
+        for i, v in enumerate(versions):
+            for key in self._keys(v):
+                self.by_key[key].append(i)
+        self.has_simhash = np.array([v.simhash is not None for v in versions], dtype=bool)
+        self.simhashes = np.array([v.simhash or 0 for v in versions], dtype=np.uint64)
+
+    def _keys(self, v: PageVersion) -> list[Hashable]:
+        keys: list[Hashable] = [("text", v.text_sha256), ("body", v.body_sha256)]
+        if self.lsh is not None and v.minhash is not None:
+            width = self.lsh.rows * self.lsh.bits // 8
+            keys += [("band", len(v.minhash), band, v.minhash[band * width:(band + 1) * width])
+                     for band in range(self.lsh.bands)]
+        if self.minima_bands is not None and v.minima is not None:
+            n = min(self.minima_bands, len(v.minima) // 4)
+            keys += [("minimum", band, v.minima[band * 4:(band + 1) * 4]) for band in range(n)]
+        return keys
+
+    def of(self, page: PageVersion) -> list[PageVersion]:
+        found: set[int] = set()
+        for key in self._keys(page):
+            found.update(self.by_key.get(key, ()))
+        if page.simhash is not None and len(self.versions):
+            near = np.bitwise_count(self.simhashes ^ np.uint64(page.simhash)) <= self.k
+            found.update(np.flatnonzero(near & self.has_simhash).tolist())
+        return [self.versions[i] for i in sorted(found)]
+
+
 def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVersion], k: int,
                      skipped: Iterable[str] = (), lsh: BandDesign | None = None
                      ) -> dict[str, tuple[str, str | None, int | None]]:
@@ -35,11 +80,11 @@ def oracle_decisions(versions: Iterable[PageVersion], current: dict[str, PageVer
     the version each URL's decision is about, `skipped` the URLs whose current fetch was skipped;
     with `lsh`, the MinHash part of the rule too (a shared band and a Jaccard estimate >= J).
     """
-    pool = list(versions)
+    neighbours = _Neighbours(list(versions), k, lsh)
     out: dict[str, tuple[str, str | None, int | None]] = {}
     for url, page in current.items():
         best: Match | None = None
-        for other in pool:
+        for other in neighbours.of(page):
             if better_ranked(other, page):
                 best = better(best, match_of(page, other, k, lsh))
         out[url] = (verdict_of(best), best.candidate.url if best else None, best.distance if best else None)
@@ -90,10 +135,13 @@ def oracle_partials(fetches: Iterable[Fetch], design: TableDesign) -> dict[str, 
     versions, current = _versions(fetches)
     verdicts = oracle_from_fetches(fetches, design.k, design.lsh)
     out: dict[str, Partials] = {url: () for url in verdicts}
+    if design.partial is None:
+        return out
+    neighbours = _Neighbours(versions, design.k, minima_bands=design.partial.bands)
     for url, page in current.items():
         if verdicts[url][0] == "exact_duplicate":
             continue
-        found = [p for other in versions if (p := partial_match(page, other, design)) is not None]
+        found = [p for other in neighbours.of(page) if (p := partial_match(page, other, design)) is not None]
         out[url] = tuple((url_identity(p.candidate.url), round(p.containment, JACCARD_DIGITS))
                          for p in merge_partials((), found))
     return out
