@@ -163,7 +163,7 @@ class Agents:
            this one's outputs are committed, so the processes do not wait for the event loop."""
         batches = cast(Stream, stream).take_events(self.batch_max, within=self.batch_wait_s)  # StreamT lacks it
         self._shared_pool()  # forked now, not when the first batch waits for it
-        previous: asyncio.Future[None] | None = None
+        self.finishing = None
         try:
             async for events in batches:
                 for event in events:  # 1.
@@ -173,13 +173,13 @@ class Agents:
                 metrics.BODIES.labels("extracted").inc(len(batch.jobs))
                 metrics.BODIES.labels("remembered").inc(batch.remembered)
                 extraction = asyncio.ensure_future(self._fingerprint_jobs(batch.jobs))
-                if previous is not None:  # 3.
-                    await previous
-                previous = self.finishing = asyncio.ensure_future(
+                if self.finishing is not None:  # 3.
+                    await self.finishing
+                self.finishing = asyncio.ensure_future(
                     guarded("the fingerprint agent", self._finish_batch(take, events, batch, extraction), self.fail))
         finally:
-            if previous is not None and not previous.done():
-                previous.cancel()  # its records were not acknowledged: they are read again
+            if self.finishing is not None and not self.finishing.done():
+                self.finishing.cancel()  # its records were not acknowledged: they are read again
             pool, self._pool = self._pool, None
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
