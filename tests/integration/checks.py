@@ -64,12 +64,14 @@ def scan_decisions(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, 
     return verdicts(scan_latest(delivered, workdir))
 
 
-def scan_latest(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, dict[str, Any]]:
+def scan_latest(delivered: list[dict[str, Any]], workdir: Path, *,
+                partial_copies: bool = True) -> dict[str, dict[str, Any]]:
     """The latest decision per URL of `neardup scan` over the events the stream got, in the order it got
-    them: `run_scan` itself, in this process, over a JSONL file of them."""
+    them: `run_scan` itself, in this process, over a JSONL file of them; `partial_copies` as the workers'
+    NEARDUP_PARTIAL_COPIES."""
     path, out = workdir / "scan-input.jsonl", workdir / "scan-decisions.jsonl"
     path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in delivered))
-    summary = run_scan(Settings(k=K, partial_copies=True), [path], state=workdir / "scan-state", out=out,
+    summary = run_scan(Settings(k=K, partial_copies=partial_copies), [path], state=workdir / "scan-state", out=out,
                        progress=False)
     assert summary.rejected == 0
     return latest_by_url([orjson.loads(line) for line in out.read_bytes().splitlines()])
@@ -77,9 +79,11 @@ def scan_latest(delivered: list[dict[str, Any]], workdir: Path) -> dict[str, dic
 
 def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list[dict[str, Any]],
                 delivered: list[dict[str, Any]] | None = None, *,
-                verdicts_seen: frozenset[str] = frozenset({"unique", "near_duplicate", "exact_duplicate"})) -> None:
+                verdicts_seen: frozenset[str] = frozenset({"unique", "near_duplicate", "exact_duplicate"}),
+                partial_copies: bool = True) -> None:
     """G1-G3 for the good `events`; `verdicts_seen`: the verdicts the input is made to produce (a check
-    that the test exercised the rule, not only `unique`)."""
+    that the test exercised the rule, not only `unique`); `partial_copies`: whether the workers ran with
+    NEARDUP_PARTIAL_COPIES (`WORKER_ENV` does); without, every `partial_of` must be empty."""
     latest = latest_by_url(decisions)
     dump_latest(latest)
     good_urls = {e["url"] for e in events}
@@ -91,14 +95,17 @@ def check_g1_g3(pipeline: Cluster, events: list[dict[str, Any]], decisions: list
     got = verdicts(latest)
     wrong = rule_problems(got, fetches, K, lsh=LSH)
     assert not wrong, f"G2: {len(wrong)} decisions break the rule: {wrong[:5]}"
-    scanned_latest = scan_latest(delivered or events, pipeline.workdir)
+    scanned_latest = scan_latest(delivered or events, pipeline.workdir, partial_copies=partial_copies)
     scanned = verdicts(scanned_latest)
     assert rule_problems(scanned, fetches, K, lsh=LSH) == [], "G3: scan's decisions keep the rule"
     assert {u: said[0] for u, said in got.items()} == {u: said[0] for u, said in scanned.items()}, \
         "G3: scan gives the same verdicts"
     assert {said[0] for said in got.values()} >= verdicts_seen
     named = partials(latest)
-    assert named == oracle_partials(fetches, CORE.design), "G2: partial_of is the oracle's"
+    if not partial_copies:
+        assert all(not said for said in named.values()), "no partial_of without NEARDUP_PARTIAL_COPIES"
+    else:
+        assert named == oracle_partials(fetches, CORE.design), "G2: partial_of is the oracle's"
     assert named == partials(scanned_latest), "G3: scan gives the same partial_of"
 
 
