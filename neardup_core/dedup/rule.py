@@ -187,7 +187,7 @@ def match_of(page: PageVersion, other: PageVersion, k: int, lsh: BandDesign | No
 
 def better(a: Match | None, b: Match | None) -> Match | None:
     """The better `duplicate_of` of two candidate matches."""
-    if a is None:
+    if a is None or a is b:
         return b
     if b is None:
         return a

@@ -60,11 +60,21 @@ class PageVersion:
 
     def without_minhash(self) -> PageVersion:
         """The version without its signature and containment sketch: what a `Match` names (a decision
-        needs neither of the page it names, and the URL state is JSON)."""
+        needs neither of the page it names, and the URL state is JSON). Made once per version, with the
+        identity, id and rank already computed (they are the same): the index step names one stored
+        version in many matches."""
         if self.minhash is None and self.minima is None and self.shingles is None:
             return self
-        return PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
+        return self._bare
+
+    @cached_property
+    def _bare(self) -> PageVersion:
+        bare = PageVersion(self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256,
                            self.simhash)
+        for name in ("identity", "version_id", "rank"):  # cached_property values, if computed
+            if name in self.__dict__:
+                bare.__dict__[name] = self.__dict__[name]
+        return bare
 
 
 def version_id(url: str, body_sha256: str) -> bytes:

@@ -311,6 +311,34 @@ def first_shared_containment(design: TableDesign, a: PageVersion, b: PageVersion
     return None if band is None else design.partial.table(band)
 
 
+class Pairs:
+    """What the rule says of two pages, asked once per pair in an index step: a page meets the same
+    candidate in many of its tables (a copy shares both digests, every near table and every band), and
+    `match_of` and `first_shared_table` depend on the two pages only. Keyed by the objects' ids, which
+    stay unique while the memo holds the objects."""
+
+    def __init__(self, design: TableDesign, k: int) -> None:
+        self.design, self.k = design, k
+        self._matches: dict[tuple[int, int], tuple[PageVersion, PageVersion, Match | None]] = {}
+        self._shared: dict[tuple[int, int], tuple[PageVersion, PageVersion, int | None]] = {}
+
+    def match(self, page: PageVersion, other: PageVersion) -> Match | None:
+        """`match_of(page, other)` under the design's k and bands."""
+        key = (id(page), id(other))
+        seen = self._matches.get(key)
+        if seen is None:
+            seen = self._matches[key] = (page, other, match_of(page, other, self.k, self.design.lsh))
+        return seen[2]
+
+    def first_shared_table(self, page: PageVersion, other: PageVersion) -> int | None:
+        """`first_shared_table(design, page, other)`."""
+        key = (id(page), id(other))
+        seen = self._shared.get(key)
+        if seen is None:
+            seen = self._shared[key] = (page, other, first_shared_table(self.design, page, other))
+        return seen[2]
+
+
 def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
     """Whether the probe's candidates are all of its range (an exact, band or containment table: no
     Hamming filter), the key range it reads (its group in an exact table, its bucket in a near or band
@@ -410,7 +438,7 @@ def remove_entry(store: Store, probe: Probe) -> int:
 
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                  records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None,
-                 window_ms: int | None = None) -> tuple[Answer, list[Revision]]:
+                 window_ms: int | None = None, pairs: Pairs | None = None) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
 
     1. Every group that can match: its best better-ranked member of another URL is a candidate
@@ -427,20 +455,22 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     names one is read from all its entries), and a stored record that old, or older than the page
     by more than the window (`window_ms`: the URL's state let it go, while this partition's clock
     lags), is replaced by the page's (a body fetched again after its version expired is a new
-    version); each record written gets its expiry key.
+    version); each record written gets its expiry key. `pairs`: the rule's answers for pairs met before
+    in the same index step (`probe_batch` shares one).
     """
     page = probe.page
     vid = page.version_id
     best: Match | None = None
     revisions: dict[bytes, Revision] = {}
     own_members: list[PageVersion] = []
+    own_summarised = False  # own_members are the group's stored summary, as read
     marks: list[bytes] = []
 
-    lsh = design.lsh
+    rule = pairs if pairs is not None and pairs.k == k and pairs.design is design else Pairs(design, k)
 
     def revise(other: PageVersion) -> None:
-        if probe.table == first_shared_table(design, page, other):
-            back = match_of(other, page, k, lsh)
+        if probe.table == rule.first_shared_table(page, other):
+            back = rule.match(other, page)
             if back is not None:
                 revisions[other.version_id] = Revision(other.url, other.version_id, back)
 
@@ -448,13 +478,15 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     partials: tuple[Partial, ...] = ()
     for group, items in _candidate_groups(store, probe, k):  # 1.
         members = _members(store, group, items)
+        summarised = bool(items) and items[0][0] == group
         if horizon_ms is not None and any(m.fetched_at_ms < horizon_ms for m in members):
             # expired, not swept yet: as if gone. A summary that names one may hide the members it
             # dominated, so the group's summary is taken from all its live entries, as the sweep will
             horizon = horizon_ms
             members = summary_of([m for m in group_members(store, group) if m.fetched_at_ms >= horizon])
+            summarised = False
         if group == probe.group:
-            own_members = members
+            own_members, own_summarised = members, summarised
         if containment:
             partials = merge_partials(partials, _relate_partials(design, probe, members, revisions))
             continue
@@ -462,7 +494,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         for other in members:
             if other.version_id == vid or other.identity == page.identity:
                 continue
-            found = match_of(page, other, k, lsh)
+            found = rule.match(page, other)
             if found is None:
                 continue
             if better_ranked(other, page):
@@ -502,7 +534,9 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         writes.append((probe.entry_key, b""))
     others = [m for m in own_members if m.version_id != vid]
     if others:
-        writes.append((probe.group, encode_summary(summary_of([*others, kept]))))
+        summary = summary_of([*others, kept])
+        if not (own_summarised and summary == own_members):  # a page the summary does not reach leaves it
+            writes.append((probe.group, encode_summary(summary)))
     for key, value in writes:
         store.put(key, value)
     return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best, partials), list(revisions.values())
@@ -536,24 +570,35 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
     (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
     `probe_bucket`. A removal (`Probe.remove`) answers nothing."""
     overlay = Overlay(store)
-    answers: dict[tuple[bytes, int], Answer] = {}
+    answers: dict[tuple[bytes, int], list[Answer]] = {}
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
+    pairs = Pairs(design, k)
     for probe in probes:
         if probe.remove:
             remove_entry(overlay, probe)
             records.pop(probe.page.version_id, None)
             continue
-        answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms)
-        key = (answer.version_id, answer.round_ms)
-        if key in answers:
-            seen = answers[key]
-            answer = Answer(seen.url, seen.version_id, seen.round_ms, seen.tables + answer.tables,
-                            better(seen.best, answer.best), merge_partials(seen.partials, answer.partials))
-        answers[key] = answer
+        answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms, pairs)
+        answers.setdefault((answer.version_id, answer.round_ms), []).append(answer)
         revisions += found
     overlay.commit()
-    return list(answers.values()), revisions
+    return [_merged(tables) for tables in answers.values()], revisions
+
+
+def _merged(answers: list[Answer]) -> Answer:
+    """One page's answers from several tables as one: their tables in order, the best match, the partials merged."""
+    if len(answers) == 1:
+        return answers[0]
+    first = answers[0]
+    best: Match | None = None
+    partials: tuple[Partial, ...] = ()
+    for answer in answers:
+        best = better(best, answer.best)
+        if answer.partials:
+            partials = merge_partials(partials, answer.partials)
+    return Answer(first.url, first.version_id, first.round_ms, tuple(t for a in answers for t in a.tables), best,
+                  partials)
 
 
 def versions_within(store: Store, probe: Probe, k: int) -> list[PageVersion]:
