@@ -108,7 +108,7 @@ def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now
         if horizon is not None:
             swept = expire_versions(view, core.design, horizon, retention.sweep_max)
             outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
-    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window)
+    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True)
     outcome.writes = view.pending()
     outcome.seconds = time.perf_counter() - started
     return outcome, answers, revisions

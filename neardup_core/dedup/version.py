@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from neardup_core.dedup.rank import Rank, rank_of
@@ -77,6 +77,7 @@ class PageVersion:
         return bare
 
 
+@lru_cache(maxsize=1 << 16)
 def version_id(url: str, body_sha256: str) -> bytes:
     """A fixed-width id of (URL identity, body): two spellings of one URL (`url_identity`) share it."""
     return hashlib.sha256(f"{url_identity(url)}\0{body_sha256}".encode()).digest()[:VERSION_ID_BYTES]

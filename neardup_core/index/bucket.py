@@ -564,11 +564,14 @@ def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersio
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
-                window_ms: int | None = None) -> tuple[list[Answer], list[Revision]]:
+                window_ms: int | None = None, *, buffered: bool = False) -> tuple[list[Answer], list[Revision]]:
     """Apply probes in order with one write to the store: one answer per page version and round
     (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
-    `probe_bucket`. A removal (`Probe.remove`) answers nothing."""
-    overlay = Overlay(store)
+    `probe_bucket`. A removal (`Probe.remove`) answers nothing. `buffered`: `store` is an `Overlay` its
+    caller made for this step and drops if the step raises (the index process's), so the probes write
+    into it directly, not through one more overlay committed into it."""
+    overlay = store if buffered else Overlay(store)
+    assert isinstance(overlay, Overlay), "a buffered store is an Overlay"
     answers: dict[tuple[bytes, int], list[Answer]] = {}
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
@@ -581,7 +584,8 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
         answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms, pairs)
         answers.setdefault((answer.version_id, answer.round_ms), []).append(answer)
         revisions += found
-    overlay.commit()
+    if not buffered:
+        overlay.commit()
     return [_merged(tables) for tables in answers.values()], revisions
 
 

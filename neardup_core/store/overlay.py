@@ -34,8 +34,17 @@ class Overlay:
         self._hold(key, None)
 
     def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        new: list[bytes] = []
         for key, value in items:
-            self._hold(key, value)
+            if key not in self._pending:
+                new.append(key)
+            self._pending[key] = value
+        if len(new) > 16:  # one sort of two sorted runs (another overlay's writes come in key order)
+            new.sort()
+            self._keys = sorted(self._keys + new)
+        else:
+            for key in new:
+                bisect.insort(self._keys, key)
 
     def _hold(self, key: bytes, value: bytes | None) -> None:
         if key not in self._pending:
