@@ -55,9 +55,8 @@ from typing import Any
 from rocksdict import AccessType, Rdict
 
 from neardup_core.dedup.retention import advance_clock
-from neardup_core.dedup.rule import better, merge_partials
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Probe, Revision, probe_batch
+from neardup_core.index.bucket import Answer, Probe, Revision, merged_answers, probe_batch
 from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
@@ -120,25 +119,6 @@ def _packed_by_partition(messages: list[Answer | Revision], partitions: int) -> 
         by_partition[records.partition_of(url_identity(message.url).encode(), partitions)].append(
             records.pack_gather_message(message))
     return dict(by_partition)
-
-
-def merged_answers(answers: list[Answer]) -> list[Answer]:
-    """One answer per page version and round: its tables together, its best match the better one.
-
-    A page's probes go to the index partitions of their buckets, so a take of 32 partitions answered
-    a page about 20 times, once per partition it touched, and the gather step decoded and applied
-    each. An answer is "what some tables say about a page", and `probe_batch` already puts the
-    answers of one partition's tables together this way (the tables of two partitions are never the
-    same ones), so putting the partitions' answers together says the same: the gather step merges the
-    best match with `better`, the pages held with `merge_partials`, and counts the tables either way."""
-    merged: dict[tuple[bytes, int], Answer] = {}
-    for answer in answers:
-        key = (answer.version_id, answer.round_ms)
-        seen = merged.get(key)
-        merged[key] = answer if seen is None else Answer(seen.url, seen.version_id, seen.round_ms,
-                                                         seen.tables + answer.tables, better(seen.best, answer.best),
-                                                         merge_partials(seen.partials, answer.partials))
-    return list(merged.values())
 
 
 # -- in the index process ---------------------------------------------------------------------------

@@ -41,9 +41,10 @@ within k bits (or sharing a band), whichever is inserted second sees the first i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import mmh3
 import msgpack
@@ -87,6 +88,8 @@ from neardup_core.index.keys import (
 from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
+
+T = TypeVar("T")
 
 
 class Probe(NamedTuple):
@@ -318,24 +321,23 @@ class Pairs:
 
     def __init__(self, design: TableDesign, k: int) -> None:
         self.design, self.k = design, k
-        self._matches: dict[tuple[int, int], tuple[PageVersion, PageVersion, Match | None]] = {}
-        self._shared: dict[tuple[int, int], tuple[PageVersion, PageVersion, int | None]] = {}
+        self._said: dict[tuple[str, int, int], tuple[PageVersion, PageVersion, Any]] = {}
 
     def match(self, page: PageVersion, other: PageVersion) -> Match | None:
         """`match_of(page, other)` under the design's k and bands."""
-        key = (id(page), id(other))
-        seen = self._matches.get(key)
-        if seen is None:
-            seen = self._matches[key] = (page, other, match_of(page, other, self.k, self.design.lsh))
-        return seen[2]
+        return self._once("match", page, other, lambda: match_of(page, other, self.k, self.design.lsh))
 
     def first_shared_table(self, page: PageVersion, other: PageVersion) -> int | None:
         """`first_shared_table(design, page, other)`."""
-        key = (id(page), id(other))
-        seen = self._shared.get(key)
+        return self._once("table", page, other, lambda: first_shared_table(self.design, page, other))
+
+    def _once(self, what: str, page: PageVersion, other: PageVersion, ask: Callable[[], T]) -> T:
+        key = (what, id(page), id(other))
+        seen = self._said.get(key)
         if seen is None:
-            seen = self._shared[key] = (page, other, first_shared_table(self.design, page, other))
-        return seen[2]
+            seen = self._said[key] = (page, other, ask())
+        said: T = seen[2]
+        return said
 
 
 def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
@@ -465,7 +467,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     own_summarised = False  # own_members are the group's stored summary, as read
     marks: list[bytes] = []
 
-    rule = pairs if pairs is not None and pairs.k == k and pairs.design is design else Pairs(design, k)
+    rule = pairs if pairs is not None else Pairs(design, k)
 
     def revise(other: PageVersion) -> None:
         if probe.table == rule.first_shared_table(page, other):
@@ -572,7 +574,7 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
     into it directly, not through one more overlay committed into it."""
     overlay = store if buffered else Overlay(store)
     assert isinstance(overlay, Overlay), "a buffered store is an Overlay"
-    answers: dict[tuple[bytes, int], list[Answer]] = {}
+    answers: list[Answer] = []
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     pairs = Pairs(design, k)
@@ -582,15 +584,27 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
             records.pop(probe.page.version_id, None)
             continue
         answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms, pairs)
-        answers.setdefault((answer.version_id, answer.round_ms), []).append(answer)
+        answers.append(answer)
         revisions += found
     if not buffered:
         overlay.commit()
-    return [_merged(tables) for tables in answers.values()], revisions
+    return merged_answers(answers), revisions
+
+
+def merged_answers(answers: Iterable[Answer]) -> list[Answer]:
+    """One answer per page version and round: its tables together, its best match the better one
+    (`better`), the pages it holds merged (`merge_partials`). An answer is "what some tables say about a
+    page", so the answers of one page's tables, in one index step or from several index partitions (the
+    tables of two partitions are never the same ones), put together say the same; the gather step then
+    decodes and applies one answer per page instead of one per table or partition."""
+    by_page: dict[tuple[bytes, int], list[Answer]] = {}
+    for answer in answers:
+        by_page.setdefault((answer.version_id, answer.round_ms), []).append(answer)
+    return [_merged(same) for same in by_page.values()]
 
 
 def _merged(answers: list[Answer]) -> Answer:
-    """One page's answers from several tables as one: their tables in order, the best match, the partials merged."""
+    """One page's answers as one: their tables in order, the best match, the partials merged."""
     if len(answers) == 1:
         return answers[0]
     first = answers[0]

@@ -39,12 +39,8 @@ class Overlay:
             if key not in self._pending:
                 new.append(key)
             self._pending[key] = value
-        if len(new) > 16:  # one sort of two sorted runs (another overlay's writes come in key order)
-            new.sort()
+        if new:  # one sort of two runs (another overlay's writes come in key order), not an insort each
             self._keys = sorted(self._keys + new)
-        else:
-            for key in new:
-                bisect.insort(self._keys, key)
 
     def _hold(self, key: bytes, value: bytes | None) -> None:
         if key not in self._pending:
