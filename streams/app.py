@@ -24,7 +24,7 @@ from mode.utils.queues import ThrowableQueue
 from streams import status
 from streams.agents import Agents, Tables, Topics
 from streams.metrics import measure_lag
-from streams.redelivery import RedeliveringConsumer, RedeliveringQueue, parse_drops
+from streams.redelivery import FetchLimits, RedeliveringConsumer, RedeliveringQueue, parse_drops
 from streams.settings import Settings
 from streams.stores import STORE_URL
 from streams.topics import table_names
@@ -44,10 +44,13 @@ class NeardupApp(faust.App):
     queues: weakref.WeakSet[RedeliveringQueue]
     fault_drops: set[tuple[str, int, int]]
     """NEARDUP_FAULT_DROP_FETCHED (tests only), set before the consumer is made."""
+    fetch_limits: FetchLimits
+    """NEARDUP_FETCH_MIN_BYTES and NEARDUP_FETCH_MAX_WAIT_MS, set before the consumer is made."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.queues = weakref.WeakSet()
         self.fault_drops = set()
+        self.fetch_limits = FetchLimits()
         super().__init__(*args, **kwargs)
 
     def FlowControlQueue(self, maxsize: int | None = None, *,  # noqa: N802  # Faust's name
@@ -132,6 +135,7 @@ def create_app(settings: Settings, partitions: int) -> faust.App:
         consumer_group_instance_id=settings.group_instance_id or None,
     )
     app.fault_drops = parse_drops(settings.fault_drop_fetched)
+    app.fetch_limits = FetchLimits(settings.fetch_min_bytes, settings.fetch_max_wait_ms)
     t = settings.topic
     topics = Topics(
         fetched=raw_topic(app, t("pages.fetched")),

@@ -26,7 +26,9 @@ BODIES = Counter("neardup_bodies_total",
                  ["how"], registry=REGISTRY)
 REJECTS = Counter("neardup_rejects_total", "Events sent to the dead-letter topic", ["stage"], registry=REGISTRY)
 PROBES = Counter("neardup_probes_total", "Bucket probes answered", registry=REGISTRY)
-PROBE_SECONDS = Histogram("neardup_probe_seconds", "Time to scan and insert one bucket", registry=REGISTRY,
+PROBE_SECONDS = Histogram("neardup_probe_seconds",
+                          "Time to scan and insert one bucket: each partition's index step observes its mean once",
+                          registry=REGISTRY,
                           buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25))
 DECISION_SECONDS = Histogram("neardup_decision_seconds",
                              "From a fetch reaching the decision stage to its first complete decision",

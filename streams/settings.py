@@ -151,6 +151,13 @@ class Settings:
     hop_wait_s: float = _env("NEARDUP_HOP_WAIT_S", 0.05, _float)
     """How long the later steps (gather, index, hosts) collect the records that arrive together: a
     step sends one record per partition at once, and the next step takes them as one batch."""
+    fetch_min_bytes: int = _env("NEARDUP_FETCH_MIN_BYTES", 1, _int)
+    """The least a fetch of the worker's consumer asks the broker to gather before it answers (Kafka's
+    `fetch.min.bytes`): with 1, every record produced to any partition the worker reads ends a fetch,
+    and a busy pipeline fetches and decodes many small answers."""
+    fetch_max_wait_ms: int = _env("NEARDUP_FETCH_MAX_WAIT_MS", 1500, _int)
+    """How long the broker holds a fetch that has less than `fetch_min_bytes` (Kafka's `fetch.max.wait.ms`):
+    at a low rate, each of a page's steps can wait this long for its input."""
     extract_processes: int = _env("NEARDUP_EXTRACT_PROCESSES", os.cpu_count() or 1, _int)
     """Processes for decoding and extraction (the CPU-heavy part); 0 = in the event loop."""
     extract_nice: int = _env("NEARDUP_EXTRACT_NICE", 10, _int)
@@ -219,6 +226,8 @@ class Settings:
         check_int(e("batch_max"), self.batch_max, 1, 100_000)
         check_float(e("batch_wait_s"), self.batch_wait_s, 0.0, 60.0, low_open=True)
         check_float(e("hop_wait_s"), self.hop_wait_s, 0.0, 60.0, low_open=True)
+        check_int(e("fetch_min_bytes"), self.fetch_min_bytes, 1, 64 << 20)
+        check_int(e("fetch_max_wait_ms"), self.fetch_max_wait_ms, 0, 60_000)
         check_int(e("extract_processes"), self.extract_processes, 0, 256)
         check_int(e("extract_nice"), self.extract_nice, 0, 19)
         check_int(e("scan_nice"), self.scan_nice, 0, 19)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer as KafkaConsumer
 from aiokafka import AIOKafkaProducer
 from faust.app.base import App
 from faust.stores.rocksdb import Store
@@ -66,6 +67,11 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
      "streams/stores.py: recovery resumes from the offset apply_local writes, read back here"),
     (AIOKafkaConsumerThread._commit, "932852ce7a23f658",
      "streams/redelivery.py: CommittingThread._commit is a copy that builds the assignment set once"),
+    (AIOKafkaConsumerThread._create_worker_consumer, "c2701bfc3e6f6cad",
+     "streams/redelivery.py: CommittingThread._create_worker_consumer sets the fetch limits on the consumer it makes"),
+    (KafkaConsumer.start, "2f1ba70443327538",
+     "streams/redelivery.py: CommittingThread; the fetcher is made from the consumer's _fetch_min_bytes and "
+     "_fetch_max_wait_ms when it starts"),
     (AIOKafkaConsumer._new_consumer_thread, "0870ec53dea75083",
      "streams/redelivery.py: RedeliveringConsumer._new_consumer_thread makes a CommittingThread as it does"),
     (Producer._ensure_producer, "5592a4bbdf251325",
