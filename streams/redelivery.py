@@ -46,6 +46,19 @@ loop drops a record below its read offset).
 the seek set back to the committed offset was fetched again by the gap rule above only once a new record
 came: at the end of a backlog, none does.)
 
+And it does not let a commit pass a record it fetched that no agent acknowledged. Faust's commit
+(`Consumer._new_offset`) takes the run of acknowledged offsets that follows the committed offset, and lets
+the record *at* the committed offset be missing from it (`min(acked) - committed > 1`: the record there may
+be a transaction marker, which no fetch returns, and Faust's read offset after a seek is that offset), and
+with nothing committed yet (or 0) it takes any run. So a record dropped anywhere before its agent
+acknowledged it, the first one after a seek or the first of a new group's partition, was committed over
+when the records after it were acknowledged: a page without a decision, and the group's offset at the end
+of the partition, where no look finds anything to read again (shown with `NEARDUP_FAULT_DROP_FETCHED` in
+`tests/reliability/test_dropped_record.py`; once in CI as a replacement worker that never decided one
+page). The consumer keeps the offsets of the acked topics' records its fetches returned (`_fetched`, from
+the committed offset on) and holds a partition's commit while the record at its head (`unacked_head`) is
+one of them and not acknowledged; the stall check then reads it again, as any record fetched and dropped.
+
 Apart from redelivery, its consumer thread (`CommittingThread`) commits at a cost that grows with the
 partitions, not with their square.
 
@@ -149,6 +162,17 @@ def committing(acked: list[int] | None, committed: int | None) -> bool:
     return committed is None or min(acked) <= committed
 
 
+def unacked_head(fetched: set[int], acked: set[int], committed: int | None) -> int | None:
+    """The offset a commit of a partition would pass without its record acknowledged, though a fetch
+    returned that record: the committed offset (the next record to process), or with nothing committed the
+    first offset fetched; None when that record is acknowledged or no fetch returned one there (a
+    transaction marker, a compacted or deleted record: Faust's own rule lets those pass)."""
+    if not fetched:
+        return None
+    head = committed if committed is not None else min(fetched)
+    return head if head in fetched and head not in acked else None
+
+
 def fetch_again(offset: int, committed: int | None) -> bool:
     """Whether a record at `offset` that a cleared queue dropped is to be fetched again: unless it is below
     the partition's committed offset (a record from before the partition was revoked and assigned again,
@@ -242,6 +266,9 @@ class RedeliveringConsumer(Consumer):
         self._progress: dict[TP, Progress] = {}  # each stream partition at the last look
         # partition -> the (committed, highwater) it was last sought back at for a stall, and how often
         self._stall_seeks: dict[TP, tuple[tuple[int | None, int | None], int]] = {}
+        # partition of an acked topic -> offsets its fetches returned, from the committed offset on
+        self._fetched: dict[TP, set[int]] = {}
+        self._acking: dict[TP, bool] = {}  # partition -> whether its topic is acked (Faust commits it)
 
     def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
         return CommittingThread(self, loop=self.loop, beacon=self.beacon)
@@ -275,7 +302,7 @@ class RedeliveringConsumer(Consumer):
         busy = queued | {m.tp for m in self._unacked_messages if not m.acked}
         paused = self._paused_partitions
         now = {tp: Progress(self._committed_offset.get(tp), self._read_offset.get(tp), self._highwater(tp),
-                            tp in busy, committing(self._acked.get(tp), self._committed_offset.get(tp)))
+                            tp in busy, self._committing(tp))
                for tp in sorted(self.assignment())
                if not self._is_changelog_tp(tp) and tp not in paused and app.topics.acks_enabled_for(tp.topic)}
         before, self._progress = self._progress, now
@@ -298,6 +325,13 @@ class RedeliveringConsumer(Consumer):
             STALLS.inc()
             RESEEKS.inc()
 
+    def _committing(self, tp: TP) -> bool:
+        """Whether Faust's next commit moves the partition (`committing`), which it does not while its head
+        record was fetched and not acknowledged (`_new_offset`)."""
+        committed = self._committed_offset.get(tp)
+        return committing(self._acked.get(tp), committed) and \
+            unacked_head(self._fetched.get(tp, set()), self._acked_index[tp], committed) is None
+
     def redeliver(self, dropped: Mapping[TP, int]) -> None:
         """Seek each assigned stream partition back to the first offset a cleared queue dropped of it
         (`fetch_again`). Changelog partitions are left to the recovery, which reads them by its own offsets."""
@@ -316,6 +350,23 @@ class RedeliveringConsumer(Consumer):
             self._redelivered[tp] = self._redeliveries
             RESEEKS.inc()
 
+    def _new_offset(self, tp: TP) -> int | None:
+        """Faust's next offset to commit for `tp`, unless its record at the head was fetched and not
+        acknowledged (`unacked_head`): then None, and Faust's acknowledged offsets stay as they are."""
+        fetched = self._fetched.get(tp)
+        if not fetched:
+            return super()._new_offset(tp)
+        committed = self._committed_offset.get(tp)
+        if committed is not None and min(fetched) < committed:
+            fetched.difference_update([o for o in fetched if o < committed])
+        head = unacked_head(fetched, self._acked_index[tp], committed)
+        if head is not None:
+            if self._acked.get(tp):
+                log.warning("%s:%d: record %d was fetched and not acknowledged, and records after it were: not "
+                            "committed past it (the stall check reads it again)", tp.topic, tp.partition, head)
+            return None
+        return super()._new_offset(tp)
+
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         records, active = await self._wait_next_records(timeout)
         generation = self.app.consumer_generation_id
@@ -326,6 +377,11 @@ class RedeliveringConsumer(Consumer):
         gaps: dict[TP, int] = {}  # partition -> the first offset the gap would count as processed
         cut = not self.flow_active  # from here on nothing of this fetch is handed on
         for tp, record in self.scheduler.iterate(records):
+            acking = self._acking.get(tp)
+            if acking is None:
+                acking = self._acking[tp] = self.app.topics.acks_enabled_for(tp.topic)
+            if acking:
+                self._fetched.setdefault(tp, set()).add(record.offset)
             if self._redelivered.get(tp, 0) > redeliveries:
                 continue  # `redeliver` sought the partition back while this fetch was handed on: it comes again
             cut = cut or not self.flow_active or self.app.consumer_generation_id != generation

@@ -10,6 +10,7 @@ that nothing processes, reads it again from its committed offset and decides the
 
 from __future__ import annotations
 
+import signal
 import time
 from collections import Counter
 from typing import Any
@@ -67,4 +68,99 @@ def test_the_stall_check_reads_a_dropped_last_record_again(pipeline: Cluster) ->
     assert f"{pipeline.topic('pages.fetched')}:{partition} holds records" in log
     assert pipeline.metric("a", "neardup_stalled_partitions_total") >= 1
     check_g1_g3(pipeline, events, decisions)
+    pipeline.check_alive()
+
+
+def first_record_with_a_unique_url(events: list[dict[str, Any]], where: list[tuple[int, int]], offset: int
+                                   ) -> tuple[int, str]:
+    """A partition whose record at `offset` carries a URL no other record carries (decided only if that
+    record is processed), and that URL."""
+    once = {u for u, n in Counter(e["url"] for e in events).items() if n == 1}
+    for event, (partition, at) in zip(events, where, strict=True):
+        if at == offset and event["url"] in once:
+            return partition, event["url"]
+    raise AssertionError(f"no partition's record at offset {offset} has a URL of its own")
+
+
+def test_a_dropped_first_record_of_a_new_group_is_read_again(pipeline: Cluster) -> None:
+    """The first record of a partition the group has never committed, dropped, and the records after it
+    handed on: Faust's commit takes the run of acknowledged offsets that follows as the new offset when
+    nothing was committed before (`Consumer._new_offset`), so the group would commit past the record and
+    no later look would see it. Expected: the page is decided."""
+    events = generate_crawl(seed=47)
+    where = produce(pipeline, "pages.fetched", [(e["url"].encode(), orjson.dumps(e)) for e in events])
+    partition, url = first_record_with_a_unique_url(events, where, 0)
+    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
+                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:0"}
+    pipeline.start_worker("a")
+    try:
+        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
+    except ClusterError as exc:
+        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
+    log = pipeline.logs["a"].read_text()
+    assert "fetched and dropped" in log
+    assert "was fetched and not acknowledged, and records after it were: not committed past it" in log
+    check_g1_g3(pipeline, events, decisions)
+    pipeline.check_alive()
+
+
+def test_a_dropped_record_at_the_committed_offset_is_read_again(pipeline: Cluster) -> None:
+    """A worker restarted over a backlog drops the record at its partition's committed offset, the first it
+    reads there, and hands on the ones after it: Faust's commit lets one record before the acknowledged run
+    pass (`min(acked) - committed > 1`), so the group would commit past it. Expected: the page is decided."""
+    events = generate_crawl(seed=53)
+    half = len(events) // 2
+    produce(pipeline, "pages.fetched", [(e["url"].encode(), orjson.dumps(e)) for e in events[:half]])
+    pipeline.start_worker("a")
+    pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events[:half]}), timeout_s=240)
+    time.sleep(5)  # the commit interval: the group's offsets reach the end of the first half
+    pipeline.kill_worker("a", signal.SIGTERM)
+    rest = produce(pipeline, "pages.fetched", [(e["url"].encode(), orjson.dumps(e)) for e in events[half:]])
+    fetched = pipeline.topic("pages.fetched") + ":"
+    committed = {int(tp[len(fetched):]): c for tp, (c, _) in pipeline.uncommitted().items() if tp.startswith(fetched)}
+    once = {u for u, n in Counter(e["url"] for e in events).items() if n == 1}
+    partition, url = next((p, e["url"]) for e, (p, at) in zip(events[half:], rest, strict=True)
+                          if at == committed.get(p) and e["url"] in once)
+    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
+                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:{committed[partition]}"}
+    pipeline.start_worker("a")
+    try:
+        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
+    except ClusterError as exc:
+        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
+    log = pipeline.logs["a"].read_text()
+    assert "fetched and dropped" in log
+    assert "was fetched and not acknowledged, and records after it were: not committed past it" in log
+    check_g1_g3(pipeline, events, decisions)
+    pipeline.check_alive()
+
+
+def test_transaction_markers_in_the_input_are_committed_over(pipeline: Cluster) -> None:
+    """A crawler that writes `pages.fetched` in transactions leaves a marker after each one, an offset no
+    fetch returns: the consumer's hold on unacknowledged records (`unacked_head`) must not take a marker
+    for one. Every page is decided and the group commits every partition to its end."""
+    from confluent_kafka import Producer
+
+    events = generate_crawl(seed=59)
+    producer = Producer({**pipeline.settings.confluent_config(), "transactional.id": f"{pipeline.app_id}-crawler"})
+    producer.init_transactions(60)
+    chunk = 20
+    for start in range(0, len(events), chunk):
+        producer.begin_transaction()
+        for e in events[start:start + chunk]:
+            producer.produce(pipeline.topic("pages.fetched"), key=e["url"].encode(), value=orjson.dumps(e))
+        producer.commit_transaction(60)
+    pipeline.start_worker("a")
+    try:
+        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
+    except ClusterError as exc:
+        raise AssertionError(f"not every page of a transactional input was decided:\n{exc}") from None
+    check_g1_g3(pipeline, events, decisions)
+    fetched = pipeline.topic("pages.fetched") + ":"
+    deadline = time.monotonic() + 60
+    while (behind := {tp: n for tp, n in pipeline.group_lag().items() if tp.startswith(fetched) and n > 1}) \
+            and time.monotonic() < deadline:
+        time.sleep(2)
+    assert not behind, f"records of pages.fetched left uncommitted after a transactional input: {behind}"
+    assert "not committed past it" not in pipeline.logs["a"].read_text()
     pipeline.check_alive()

@@ -13,12 +13,14 @@ from mode.utils.queues import FlowControlEvent
 from streams.redelivery import (
     CommittingThread,
     Progress,
+    RedeliveringConsumer,
     RedeliveringQueue,
     committing,
     fetch_again,
     missing_before,
     parse_drops,
     stalled,
+    unacked_head,
 )
 
 
@@ -134,6 +136,51 @@ def test_acknowledged_records_after_a_hole_wait_for_nothing() -> None:
     assert committing([5, 6], None)
     hole = Progress(committed=32, read=47, highwater=48, busy=False, committing=False)
     assert stalled(hole, hole) == 32
+
+
+def test_the_record_at_the_head_fetched_and_not_acknowledged_holds_the_commit() -> None:
+    assert unacked_head({16, 17, 18}, {17, 18}, 16) == 16
+    assert unacked_head({16, 17, 18}, {16, 17, 18}, 16) is None
+    assert unacked_head({17, 18}, {17, 18}, 16) is None  # 16 never fetched: a marker, compacted or deleted
+    assert unacked_head({0, 1, 2}, {1, 2}, None) == 0  # nothing committed: the first offset fetched
+    assert unacked_head({3, 4}, {3, 4}, None) is None
+    assert unacked_head(set(), set(), 7) is None
+
+
+def commit_state(committed: int | None, acked: list[int], fetched: set[int]) -> Any:
+    """A `RedeliveringConsumer` holding only what `_new_offset` reads (Faust's and its own books)."""
+    from collections import defaultdict
+
+    from intervaltree import IntervalTree
+
+    tp = TP("pages.fetched", 1)
+    consumer: Any = object.__new__(RedeliveringConsumer)
+    consumer._committed_offset = defaultdict(lambda: None, {tp: committed})
+    consumer._acked = defaultdict(list, {tp: list(acked)})
+    consumer._acked_index = defaultdict(set, {tp: set(acked)})
+    consumer._gap = defaultdict(IntervalTree)
+    consumer._fetched = {tp: set(fetched)}
+    return consumer, tp
+
+
+def test_faust_commits_past_an_unacknowledged_record_at_the_committed_offset_and_the_consumer_does_not() -> None:
+    """Faust's `_new_offset` lets the record at the committed offset be missing from the acknowledged run
+    (and anything before the run with nothing committed); the worker's consumer does not when a fetch
+    returned that record, and keeps the acknowledged offsets for the commit after it is processed."""
+    from faust.transport.consumer import Consumer
+
+    for committed, acked in ((16, [17, 18, 19]), (None, [1, 2, 3])):
+        consumer, tp = commit_state(committed, acked, {0, 16, 17, 18, 19} if committed else {0, 1, 2, 3})
+        assert Consumer._new_offset(consumer, tp) == acked[-1] + 1  # upstream: past the head
+        consumer, tp = commit_state(committed, acked, {0, 16, 17, 18, 19} if committed else {0, 1, 2, 3})
+        assert consumer._new_offset(tp) is None
+        assert consumer._acked[tp] == acked
+        head = committed if committed is not None else 0
+        consumer._acked[tp].insert(0, head)  # an agent acknowledged the head
+        consumer._acked_index[tp].add(head)
+        assert consumer._new_offset(tp) == acked[-1] + 1
+    consumer, tp = commit_state(16, [17, 18], {17, 18})  # 16 never fetched (a marker): Faust's rule stands
+    assert consumer._new_offset(tp) == 19
 
 
 def test_a_commit_builds_the_assignment_once_and_commits_only_assigned_partitions() -> None:
