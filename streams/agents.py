@@ -544,12 +544,13 @@ class Agents:
     def _hosts_partition(self, view: Store, partition: int, events: Sequence[EventT]) -> list[HostSignal]:
         tracker = HostTracker(view, self.core.host_policy)
         signals: list[HostSignal] = []
+        changed: set[str] = set()
         for event in events:
             msg = event.message
             changes = [item for item in records.decode_hosts(msg.value or b"") if not isinstance(item, int)]
-            sent = tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
-            status.RECORDER.hosts_updated(tracker, {d.host for d, _ in changes}, sent)  # reads the view
-            signals += sent
+            signals += tracker.apply(changes, msg.offset) if changes else tracker.settle(msg.offset)
+            changed.update(d.host for d, _ in changes)
+        status.RECORDER.hosts_updated(tracker, changed, signals)  # reads the view: once per take, not per record
         return signals
 
     def _takes(self, stream: StreamT[bytes]) -> AsyncIterator[Sequence[EventT]]:
