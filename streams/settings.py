@@ -154,8 +154,8 @@ class Settings:
     fetch_min_bytes: int = _env("NEARDUP_FETCH_MIN_BYTES", 64 * 1024, _int)
     """The least a fetch of the worker's consumer asks the broker to gather before it answers (Kafka's
     `fetch.min.bytes`). With 1 (Kafka's default) every record produced to any partition the worker reads
-    ended a fetch, and a busy pipeline fetched and decoded many small answers: at 32 partitions 64 KiB took
-    the broker's CPU per page down by a quarter and the worker's by an eighth (bench/RESULTS.md)."""
+    ends a fetch, and a busy pipeline fetches and decodes many small answers (bench/RESULTS.md, session 18:
+    less broker CPU per page at 32 partitions in most runs, the worker's within the noise, p99 latency lower)."""
     fetch_max_wait_ms: int = _env("NEARDUP_FETCH_MAX_WAIT_MS", 100, _int)
     """How long the broker holds a fetch that has less than `fetch_min_bytes` (Kafka's `fetch.max.wait.ms`):
     at a low rate each of a page's steps can wait this long for its input, and an idle worker fetches this

@@ -39,6 +39,38 @@ def publish_and_pick(pipeline: Cluster, seed: int) -> tuple[list[dict[str, Any]]
     return events, partition, offset, url
 
 
+def record_at(events: list[dict[str, Any]], where: list[tuple[int, int]], offsets: dict[int, int], *,
+              among: list[dict[str, Any]]) -> tuple[int, int, str]:
+    """A partition whose record at `offsets[partition]` carries a URL no other event `among` carries (decided
+    only if that record is processed): the partition, the offset and the URL. `where`: each event's place."""
+    once = {u for u, n in Counter(e["url"] for e in among).items() if n == 1}
+    for event, (partition, at) in zip(events, where, strict=True):
+        if at == offsets.get(partition) and event["url"] in once:
+            return partition, at, event["url"]
+    raise AssertionError(f"no partition's record at its offset {offsets} has a URL of its own")
+
+
+def decided_though_dropped(pipeline: Cluster, events: list[dict[str, Any]], partition: int, offset: int,
+                           url: str) -> str:
+    """Worker `a`, with the stall check every 3 s, drops the record at `offset` of `pages.fetched:partition`
+    once; every page, the dropped record's too, must be decided and G1-G3 hold. Returns a's log."""
+    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
+                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:{offset}"}
+    pipeline.start_worker("a")
+    try:
+        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
+    except ClusterError as exc:
+        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
+    log = pipeline.logs["a"].read_text()
+    assert "fetched and dropped" in log
+    check_g1_g3(pipeline, events, decisions)
+    pipeline.check_alive()
+    return log
+
+
+HELD = "was fetched and not acknowledged, and records after it were: not committed past it"
+
+
 def test_without_the_stall_check_a_dropped_last_record_is_never_processed(pipeline: Cluster) -> None:
     events, partition, offset, url = publish_and_pick(pipeline, seed=43)
     pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "0",
@@ -56,30 +88,9 @@ def test_without_the_stall_check_a_dropped_last_record_is_never_processed(pipeli
 
 def test_the_stall_check_reads_a_dropped_last_record_again(pipeline: Cluster) -> None:
     events, partition, offset, url = publish_and_pick(pipeline, seed=43)
-    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
-                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:{offset}"}
-    pipeline.start_worker("a")
-    try:
-        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
-    except ClusterError as exc:
-        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
-    log = pipeline.logs["a"].read_text()
-    assert "fetched and dropped" in log
+    log = decided_though_dropped(pipeline, events, partition, offset, url)
     assert f"{pipeline.topic('pages.fetched')}:{partition} holds records" in log
     assert pipeline.metric("a", "neardup_stalled_partitions_total") >= 1
-    check_g1_g3(pipeline, events, decisions)
-    pipeline.check_alive()
-
-
-def first_record_with_a_unique_url(events: list[dict[str, Any]], where: list[tuple[int, int]], offset: int
-                                   ) -> tuple[int, str]:
-    """A partition whose record at `offset` carries a URL no other record carries (decided only if that
-    record is processed), and that URL."""
-    once = {u for u, n in Counter(e["url"] for e in events).items() if n == 1}
-    for event, (partition, at) in zip(events, where, strict=True):
-        if at == offset and event["url"] in once:
-            return partition, event["url"]
-    raise AssertionError(f"no partition's record at offset {offset} has a URL of its own")
 
 
 def test_a_dropped_first_record_of_a_new_group_is_read_again(pipeline: Cluster) -> None:
@@ -89,19 +100,8 @@ def test_a_dropped_first_record_of_a_new_group_is_read_again(pipeline: Cluster) 
     no later look would see it. Expected: the page is decided."""
     events = generate_crawl(seed=47)
     where = produce(pipeline, "pages.fetched", [(e["url"].encode(), orjson.dumps(e)) for e in events])
-    partition, url = first_record_with_a_unique_url(events, where, 0)
-    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
-                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:0"}
-    pipeline.start_worker("a")
-    try:
-        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
-    except ClusterError as exc:
-        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
-    log = pipeline.logs["a"].read_text()
-    assert "fetched and dropped" in log
-    assert "was fetched and not acknowledged, and records after it were: not committed past it" in log
-    check_g1_g3(pipeline, events, decisions)
-    pipeline.check_alive()
+    partition, offset, url = record_at(events, where, {p: 0 for p, _ in where}, among=events)
+    assert f"record {offset} {HELD}" in decided_though_dropped(pipeline, events, partition, offset, url)
 
 
 def test_a_dropped_record_at_the_committed_offset_is_read_again(pipeline: Cluster) -> None:
@@ -118,21 +118,8 @@ def test_a_dropped_record_at_the_committed_offset_is_read_again(pipeline: Cluste
     rest = produce(pipeline, "pages.fetched", [(e["url"].encode(), orjson.dumps(e)) for e in events[half:]])
     fetched = pipeline.topic("pages.fetched") + ":"
     committed = {int(tp[len(fetched):]): c for tp, (c, _) in pipeline.uncommitted().items() if tp.startswith(fetched)}
-    once = {u for u, n in Counter(e["url"] for e in events).items() if n == 1}
-    partition, url = next((p, e["url"]) for e, (p, at) in zip(events[half:], rest, strict=True)
-                          if at == committed.get(p) and e["url"] in once)
-    pipeline.worker_env = {**pipeline.worker_env, "NEARDUP_STALL_CHECK_S": "3",
-                           "NEARDUP_FAULT_DROP_FETCHED": f"pages.fetched:{partition}:{committed[partition]}"}
-    pipeline.start_worker("a")
-    try:
-        decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=240)
-    except ClusterError as exc:
-        raise AssertionError(f"the page of the dropped record {url} was not decided:\n{exc}") from None
-    log = pipeline.logs["a"].read_text()
-    assert "fetched and dropped" in log
-    assert "was fetched and not acknowledged, and records after it were: not committed past it" in log
-    check_g1_g3(pipeline, events, decisions)
-    pipeline.check_alive()
+    partition, offset, url = record_at(events[half:], rest, committed, among=events)
+    assert f"record {offset} {HELD}" in decided_though_dropped(pipeline, events, partition, offset, url)
 
 
 def test_transaction_markers_in_the_input_are_committed_over(pipeline: Cluster) -> None:
@@ -162,5 +149,5 @@ def test_transaction_markers_in_the_input_are_committed_over(pipeline: Cluster) 
             and time.monotonic() < deadline:
         time.sleep(2)
     assert not behind, f"records of pages.fetched left uncommitted after a transactional input: {behind}"
-    assert "not committed past it" not in pipeline.logs["a"].read_text()
+    assert HELD not in pipeline.logs["a"].read_text()
     pipeline.check_alive()
