@@ -56,8 +56,9 @@ when the records after it were acknowledged: a page without a decision, and the 
 of the partition, where no look finds anything to read again (shown with `NEARDUP_FAULT_DROP_FETCHED` in
 `tests/reliability/test_dropped_record.py`; once in CI as a replacement worker that never decided one
 page). The consumer keeps the offsets of the acked topics' records its fetches returned (`_fetched`, from
-the committed offset on) and holds a partition's commit while the record at its head (`unacked_head`) is
-one of them and not acknowledged; the stall check then reads it again, as any record fetched and dropped.
+the committed offset on, forgotten for a revoked partition as Faust forgets its acknowledgements) and holds
+a partition's commit while the record at its head (`unacked_head`) is one of them and not acknowledged; the
+stall check then reads it again, as any record fetched and dropped.
 
 Apart from redelivery, its consumer thread (`CommittingThread`) commits at a cost that grows with the
 partitions, not with their square.
@@ -349,6 +350,13 @@ class RedeliveringConsumer(Consumer):
             self._read_offset[tp] = offset or None
             self._redelivered[tp] = self._redeliveries
             RESEEKS.inc()
+
+    async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+        """Faust forgets the acknowledgements of revoked partitions (and commits what is acknowledged after):
+        the offsets fetched of them go too, or their head would look fetched and never acknowledged."""
+        for tp in revoked:
+            self._fetched.pop(tp, None)
+        await super().on_partitions_revoked(revoked)
 
     def _new_offset(self, tp: TP) -> int | None:
         """Faust's next offset to commit for `tp`, unless its record at the head was fetched and not

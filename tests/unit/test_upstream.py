@@ -52,6 +52,9 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
     (Consumer._new_offset, "1d2c7ea89a7ad4f1",
      "streams/redelivery.py: RedeliveringConsumer._new_offset holds a commit whose head record was fetched and not "
      "acknowledged, which this one lets pass (min(acked) - committed > 1; no check with nothing committed)"),
+    (Consumer.on_partitions_revoked, "d04b7ae72c6fc206",
+     "streams/redelivery.py: RedeliveringConsumer.on_partitions_revoked forgets fetched offsets as this forgets "
+     "the acknowledgements (_acked, _acked_index, _committed_offset) of revoked partitions"),
     (Consumer.track_message, "217d7f1399a4cd8e",
      "streams/redelivery.py: check_stalls takes a partition with unacked messages as busy"),
     (Consumer.ack, "5fcf41cf45153475",
