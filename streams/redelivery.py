@@ -326,6 +326,13 @@ class RedeliveringConsumer(Consumer):
             STALLS.inc()
             RESEEKS.inc()
 
+    def _acked_topic(self, tp: TP) -> bool:
+        """Whether Faust commits the partition's acknowledged offsets (its topic is an agent's), cached."""
+        acking = self._acking.get(tp)
+        if acking is None:
+            acking = self._acking[tp] = self.app.topics.acks_enabled_for(tp.topic)
+        return acking
+
     def _committing(self, tp: TP) -> bool:
         """Whether Faust's next commit moves the partition (`committing`), which it does not while its head
         record was fetched and not acknowledged (`_new_offset`)."""
@@ -385,11 +392,11 @@ class RedeliveringConsumer(Consumer):
         gaps: dict[TP, int] = {}  # partition -> the first offset the gap would count as processed
         cut = not self.flow_active  # from here on nothing of this fetch is handed on
         for tp, record in self.scheduler.iterate(records):
-            acking = self._acking.get(tp)
-            if acking is None:
-                acking = self._acking[tp] = self.app.topics.acks_enabled_for(tp.topic)
-            if acking:
-                self._fetched.setdefault(tp, set()).add(record.offset)
+            fetched = self._fetched.get(tp)
+            if fetched is None and self._acked_topic(tp):
+                fetched = self._fetched[tp] = set()
+            if fetched is not None:
+                fetched.add(record.offset)
             if self._redelivered.get(tp, 0) > redeliveries:
                 continue  # `redeliver` sought the partition back while this fetch was handed on: it comes again
             cut = cut or not self.flow_active or self.app.consumer_generation_id != generation
