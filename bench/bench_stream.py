@@ -3,7 +3,8 @@
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
                                  [--code LABEL=DIR]... [--scan] [--tables NAME]
-                                 [--worker-env KEY=VALUE]... [--py-spy DIR] [--no-warmup] [--keep]
+                                 [--worker-env KEY=VALUE]... [--broker-config KEY=VALUE]... [--py-spy DIR]
+                                 [--no-warmup] [--keep]
 
 Before and after a change, on one broker in one run (`git worktree add /tmp/before <commit>` first):
 
@@ -32,7 +33,11 @@ the crawl; `--corpus-copies N` writes them N times, the copies under other hosts
 as a crawl meets mirrors of real pages. Every event is keyed by its URL, as `neardup publish` does.
 
 Unless `--broker` is given, a broker is started with `deploy/local-kafka start --port 0` in a temporary
-directory, deleting a topic's files at once (each phase's topics are deleted after it). Everything
+directory, deleting a topic's files at once (each phase's topics are deleted after it), with any
+`--broker-config KEY=VALUE` beside. The broker's own count of requests served, by API, and its threads'
+CPU are read before and after each phase (`bench/stream_broker.py`: `bench/BrokerRequests.java`, a
+single-file Java program run by the JDK's `java`, attaches to the broker's JVM): Kafka's cost in requests
+beside its bytes and record batches. Everything
 the script starts (broker, workers and their extraction pools) is stopped at the end, also on failure
 and on Ctrl-C / SIGTERM.
 
@@ -128,6 +133,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="extra environment of every worker, repeatable (e.g. Faust's own TABLE_STANDBY_REPLICAS=0)",
     )
     p.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the broker the script starts, beside file.delete.delay.ms=0, repeatable "
+        "(e.g. log.index.interval.bytes=1048576)",
+    )
+    p.add_argument(
         "--py-spy",
         type=Path,
         default=None,
@@ -201,11 +214,12 @@ def main(argv: list[str]) -> int:
         if args.broker:
             bootstrap, broker_pid = args.broker, None
         else:
+            # a deleted phase's files go at once, not a minute later, in the middle of another phase
+            config = {"file.delete.delay.ms": "0", **dict(kv.partition("=")[::2] for kv in args.broker_config)}
             say(f"starting a broker: deploy/local-kafka start --port 0 --dir {broker_dir} "
-                "--config file.delete.delay.ms=0")
+                + " ".join(f"--config {k}={v}" for k, v in config.items()))
             try:
-                # a deleted phase's files go at once, not a minute later, in the middle of another phase
-                broker = start_broker(broker_dir, config={"file.delete.delay.ms": "0"})
+                broker = start_broker(broker_dir, config=config)
             except ClusterError as exc:
                 raise SystemExit(str(exc)) from None
             bootstrap, broker_pid = broker.bootstrap, broker.pid

@@ -21,6 +21,7 @@ import orjson
 from common import percentile, say
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from stream_broker import BrokerCounts, broker_counts, phase_counts
 from stream_input import Event
 from stream_logdir import topic_usage
 from stream_procfs import Sampler, cpu_snapshot, cpu_usage, memory_of
@@ -285,6 +286,7 @@ class Phase:
     profile: list[str] = field(default_factory=list)  # py-spy summary lines (with --py-spy)
     longest_gap_s: float = 0.0  # longest time without a new decision record while pages were outstanding
     per_window: list[int] = field(default_factory=list)  # decision records per 5 s from the first publish
+    broker: BrokerCounts | None = None  # the broker's requests by API and thread CPU during the phase
 
     @property
     def rate(self) -> float:
@@ -339,6 +341,7 @@ def run_phase(
         )
         pids = [p.pid for p in cluster.workers.values()]
         sampler = Sampler(pids)
+        broker_before = broker_counts(broker_pid)  # before the CPU snapshot: the attach costs the broker CPU
         before = cpu_snapshot(pids, broker_pid)
         sampler.start()
         spies = start_py_spy(args.py_spy, name, pids) if args.py_spy and kind == "throughput" else []
@@ -353,6 +356,7 @@ def run_phase(
             sampler.stop()
             phase.profile = stop_py_spy(spies)
         after = cpu_snapshot(pids, broker_pid)
+        phase.broker = phase_counts(broker_before, broker_counts(broker_pid))
         if publisher.failed or any(t is None for t in publisher.published_ms):
             raise RuntimeError(f"{publisher.failed} events failed to publish")
         published = [t for t in publisher.published_ms if t is not None]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from common import REPO, code_state, machine, package_versions, percentile
+from stream_broker import MAIN_APIS, BrokerCounts
 from stream_input import Event
 from stream_phase import Phase
 from stream_scan import ScanRun
@@ -186,6 +187,8 @@ def phase_rows(p: Phase) -> list[tuple[str, str]]:
             f"{cpu['broker']:.2f} / {cpu['bench']:.2f} / {cpu['machine']:.2f} of {os.cpu_count()}",
         )
     )
+    if p.broker is not None:
+        rows += broker_rows(p.broker, p.pages)
     rest = cpu["machine"] - cpu["broker"] - cpu["bench"] - sum(w["main"] + w["pool"] for w in cpu["workers"].values())
     rows.append(("CPU of everything else on the machine (other jobs), cores", f"{max(rest, 0):.2f}"))
     mv = p.metrics
@@ -232,6 +235,24 @@ def phase_rows(p: Phase) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def requests_per_page(counts: BrokerCounts, pages: int, apis: tuple[str, ...] | None = None) -> float:
+    """Requests the broker served per page: of `apis`, or of every API."""
+    return sum(n for api, n in counts.requests.items() if apis is None or api in apis) / pages
+
+
+def broker_rows(counts: BrokerCounts, pages: int) -> list[tuple[str, str]]:
+    """The broker's requests per page by API and its threads' CPU per page (`stream_broker`)."""
+    other = requests_per_page(counts, pages) - requests_per_page(counts, pages, MAIN_APIS)
+    by_api = " / ".join(f"{requests_per_page(counts, pages, (api,)):.3f}" for api in MAIN_APIS)
+    threads = counts.thread_cpu_ms
+    return [
+        ("Kafka requests per page the broker served, all APIs", f"{requests_per_page(counts, pages):.3f}"),
+        (f"  {' / '.join(MAIN_APIS)} / other", f"{by_api} / {other:.3f}"),
+        ("broker thread CPU ms per page: request handlers / network threads / other",
+         " / ".join(f"{threads.get(g, 0) / pages:.2f}" for g in ("request-handlers", "network-threads", "other"))),
+    ]
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -469,6 +490,19 @@ def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[in
             ("  outputs (decisions, host signals, rejected)",
              lambda ph, s, g=get_phase: per_page(g(ph), ("output",)), "{:.2f}", True),
         ]
+        specs += [  # none when the broker's JVM could not be attached to (`stream_broker`)
+            (f"Kafka requests per page the broker served ({run})",
+             lambda ph, s, g=get_phase: requests_per_page(g(ph).broker, g(ph).pages) if g(ph).broker else None,
+             "{:.3f}", True),
+            ("  Produce", lambda ph, s, g=get_phase:
+             requests_per_page(g(ph).broker, g(ph).pages, ("Produce",)) if g(ph).broker else None, "{:.3f}", True),
+            ("  Fetch (consumers)", lambda ph, s, g=get_phase:
+             requests_per_page(g(ph).broker, g(ph).pages, ("FetchConsumer",)) if g(ph).broker else None, "{:.3f}",
+             True),
+            ("broker request-handler + network-thread CPU ms per page", lambda ph, s, g=get_phase:
+             (g(ph).broker.thread_cpu_ms.get("request-handlers", 0) + g(ph).broker.thread_cpu_ms.get(
+                 "network-threads", 0)) / g(ph).pages if g(ph).broker else None, "{:.2f}", True),
+        ]
         specs += [  # none with --broker: no log directory to read
             (f"Kafka bytes per page on the broker's disk ({run})",
              lambda ph, s, g=get_phase: usage_per_page(g(ph), 0, KINDS), "{:.0f}", True),
@@ -682,6 +716,11 @@ def report(
         "bytes as stored, compressed where the producer compressed, batch headers included), divided by "
         "pages: what the broker wrote and the batches it took, which records alone do not tell (one batch "
         "may hold one record or a thousand); not measured with `--broker` (no log directory to read);",
+        "- **Kafka requests per page** = the requests the broker served during the phase (its own "
+        "`kafka.network:type=RequestMetrics,name=RequestsPerSec` counts, read before and after by "
+        "`bench/BrokerRequests.java` attached to its JVM), by API, divided by pages: the workers' and also "
+        "this script's publisher and decision reader; with the broker's request-handler and network threads' "
+        "CPU (the JVM's per-thread CPU time) beside them;",
         "- **RSS** = worker process + its descendants (the extraction pool), from /proc; PSS counts pages "
         "shared after fork once;",
         "- **CPU**, in cores (1.0 = one core for the whole phase), from `/proc/<pid>/task/*/schedstat`: "
