@@ -171,6 +171,28 @@ def test_the_extraction_pool_starts_warm() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _collector() -> tuple[tuple[int, int, int], int, tuple[int, int, int]]:
+    import gc
+    return gc.get_threshold(), gc.get_freeze_count(), pool_module.POOL_GC_THRESHOLD
+
+
+@pytest.mark.parametrize("spawn", [False, True])
+def test_pool_processes_collect_garbage_less_often(spawn: bool) -> None:
+    """Every pool process (forked, or spawned as the index process is) runs with the pool's collector
+    thresholds and what it started with frozen out of the collections; this process keeps its own."""
+    import gc
+
+    before = gc.get_threshold()
+    executor = new_pool(1, spawn=spawn)
+    try:
+        threshold, frozen, wanted = executor.submit(_collector).result(timeout=60)
+    finally:
+        executor.shutdown(wait=True)
+    assert threshold == wanted == pool_module.POOL_GC_THRESHOLD != before
+    assert frozen > 0
+    assert gc.get_threshold() == before
+
+
 @pytest.mark.parametrize(("n", "processes", "sizes"), [
     (0, 2, []), (3, 2, [1, 1, 1]), (10, 2, [2, 2, 2, 2, 2]), (100, 2, [8] * 12 + [4]), (5, 0, [2, 2, 1]),
 ])
