@@ -17,10 +17,7 @@ byte into the *worker's* event-loop pipe. Every pool process therefore starts wi
 - where prctl is unavailable (not Linux), a daemon thread repeats the parent check every
   `PARENT_POLL_S` seconds.
 
-Then it tunes the garbage collector for a process that only computes (`POOL_GC_THRESHOLD`, and what it
-inherited frozen out of the collections). Extraction and the index step allocate many short-lived
-objects and build few cycles: at CPython's default thresholds the collector ran often enough to cost
-3-6% of `extract()` and 7% of the index step (bench/RESULTS.md, session 19).
+Then it tunes the garbage collector as for any process that computes (`tune_collector`).
 
 Children are direct children of the pool's creator ('fork' on Linux, as before; 'spawn' elsewhere);
 'forkserver' would make the fork server their parent, and the checks above would watch the wrong one.
@@ -49,8 +46,9 @@ R = TypeVar("R")
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PARENT_POLL_S = 1.0
-POOL_GC_THRESHOLD = (20_000, 20, 50)
-"""`gc.set_threshold` of every pool process: a young collection per 20,000 allocations (CPython's default: 700)."""
+GC_THRESHOLD = (20_000, 20, 50)
+"""`gc.set_threshold` of a process that computes (`tune_collector`): a young collection per 20,000 allocations
+of container objects, where CPython's default is 700."""
 DEFAULT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
@@ -85,10 +83,20 @@ def _init_child(parent_pid: int, then: Callable[..., None] | None = None, args: 
         os._exit(1)
     if not watched:
         threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
-    gc.freeze()  # what the parent built before the fork (stoplists, modules) is never collected here
-    gc.set_threshold(*POOL_GC_THRESHOLD)
+    tune_collector()
     if then is not None:
         then(*args)
+
+
+def tune_collector() -> None:
+    """The garbage collector of a process that computes (a pool process, `neardup scan`, a worker): what it
+    holds now (modules, stoplists, what a fork inherited) frozen out of every collection, and collections
+    at `GC_THRESHOLD`. Extraction, the index step and the agents allocate many short-lived objects and make
+    few reference cycles: at CPython's default thresholds the collector's passes cost 3-6% of `extract()`
+    and 7% of the index step (bench/RESULTS.md, session 19). Not for the library API: it is the host
+    process's to tune."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 def _context(spawn: bool) -> multiprocessing.context.BaseContext:

@@ -106,8 +106,10 @@ def scan(
 
     from neardup_core.dedup.engine import StateMismatch
     from streams.cli.scan import EVENT_EXAMPLE, InputProblem, OutputClash, check_inputs, run_scan
+    from streams.pool import tune_collector
 
     settings = load()
+    tune_collector()
     try:
         check_inputs(files)  # before anything is created
     except InputProblem as exc:
@@ -150,6 +152,7 @@ def worker(
 
     from streams.admin import StateSettingsDiffer, check_state_settings, create_changelogs, internal_partitions
     from streams.app import create_app
+    from streams.pool import tune_collector
 
     settings = load()
     partitions = internal_partitions(settings)  # the partitions of the topics on the broker
@@ -160,6 +163,7 @@ def worker(
         raise typer.Exit(2) from None
     create_changelogs(settings, partitions)
     faust_app = create_app(settings, partitions)
+    tune_collector()
     faust_worker = Worker(faust_app, loglevel=loglevel)
     if not sys.stdout.isatty():  # Faust's spinner would write cursor escape codes into a log file
         faust_worker.spinner = None

@@ -173,7 +173,7 @@ def test_the_extraction_pool_starts_warm() -> None:
 
 def _collector() -> tuple[tuple[int, int, int], int, tuple[int, int, int]]:
     import gc
-    return gc.get_threshold(), gc.get_freeze_count(), pool_module.POOL_GC_THRESHOLD
+    return gc.get_threshold(), gc.get_freeze_count(), pool_module.GC_THRESHOLD
 
 
 @pytest.mark.parametrize("spawn", [False, True])
@@ -188,9 +188,25 @@ def test_pool_processes_collect_garbage_less_often(spawn: bool) -> None:
         threshold, frozen, wanted = executor.submit(_collector).result(timeout=60)
     finally:
         executor.shutdown(wait=True)
-    assert threshold == wanted == pool_module.POOL_GC_THRESHOLD != before
+    assert threshold == wanted == pool_module.GC_THRESHOLD != before
     assert frozen > 0
     assert gc.get_threshold() == before
+
+
+def test_tune_collector_freezes_what_exists_and_collects_less_often() -> None:
+    """What `neardup scan` and the worker call first: the objects alive now leave the collections, and
+    young collections come at the pool's threshold."""
+    import gc
+
+    threshold, held = gc.get_threshold(), {"alive": [object()]}
+    try:
+        pool_module.tune_collector()
+        assert gc.get_threshold() == pool_module.GC_THRESHOLD
+        assert gc.get_freeze_count() > 0 and not gc.is_finalized(held)
+        assert held not in gc.get_objects()  # frozen objects are in no generation
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 @pytest.mark.parametrize(("n", "processes", "sizes"), [
