@@ -171,9 +171,12 @@ class Settings:
     """How much lower `neardup scan`'s extraction processes' CPU priority is than its own (`nice`): 0, a
     batch command keeps the priority it was started with rather than yielding to unrelated work (on a
     loaded machine a scan at nice 10 ran at about half its quiet speed); raise it to make a scan yield."""
-    index_processes: int = _env("NEARDUP_INDEX_PROCESSES", 1, _int)
+    index_processes: int = _env("NEARDUP_INDEX_PROCESSES", min(2, os.cpu_count() or 1), _int)
     """Processes for the index step, each with its share of the index partitions, reading a replica
-    of the index table (`streams/index_process.py`); 0 = in the event loop."""
+    of the index table (`streams/index_process.py`); 0 = in the event loop. Two by default (one on a
+    one-core machine): at full rate one process ran the last take of a burst (about 1,700 pages) alone
+    while a core was idle; two ran the stream bench at 8 partitions 1.09x faster at the same CPU per
+    page (bench/RESULTS.md, session 19), for about 90 MiB more per worker."""
     session_timeout_s: float = _env("NEARDUP_SESSION_TIMEOUT_S", 60.0, _float)
     """How long the group waits for a silent worker before giving its partitions to others."""
     stall_check_s: float = _env("NEARDUP_STALL_CHECK_S", 10.0, _float)
