@@ -412,10 +412,10 @@ def test_the_index_step_runs_in_its_own_process_on_a_replica_that_follows_every_
             names += [p.name for p in multiprocessing.active_children()]
         return latest(kafka), names
 
-    got, children = in_memory(settings_for(tmp_path), scenario)
+    got, children = in_memory(settings_for(tmp_path, index_processes=1), scenario)
     verdicts = sorted(got[e["url"]]["verdict"] for e in [event, *copies])
     assert verdicts == ["exact_duplicate"] * 4 + ["unique"], got
-    assert children and len(set(children)) == 1, "one index process, kept between takes"
+    assert children and len(set(children)) == 1, "one index process (as asked), kept between takes"
     replicas = list((tmp_path / "data").rglob("*.db.replica"))
     assert replicas, "the index process read the partitions as RocksDB secondaries"
     deadline = time.monotonic() + 10
