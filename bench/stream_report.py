@@ -242,6 +242,16 @@ def requests_per_page(counts: BrokerCounts, pages: int, apis: tuple[str, ...] | 
     return sum(n for api, n in counts.requests.items() if apis is None or api in apis) / pages
 
 
+def broker_per_page(p: Phase, apis: tuple[str, ...] | None = None) -> float | None:
+    """`requests_per_page` of a phase, None when the broker's JVM could not be attached to."""
+    return requests_per_page(p.broker, p.pages, apis) if p.broker is not None else None
+
+
+def broker_thread_ms_per_page(p: Phase, groups: tuple[str, ...]) -> float | None:
+    """The broker's CPU per page in these thread groups (`BrokerRequests.java`), None without the counts."""
+    return sum(p.broker.thread_cpu_ms.get(g, 0) for g in groups) / p.pages if p.broker is not None else None
+
+
 def broker_rows(counts: BrokerCounts, pages: int) -> list[tuple[str, str]]:
     """The broker's requests per page by API and its threads' CPU per page (`stream_broker`)."""
     other = requests_per_page(counts, pages) - requests_per_page(counts, pages, MAIN_APIS)
@@ -492,16 +502,12 @@ def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[in
         ]
         specs += [  # none when the broker's JVM could not be attached to (`stream_broker`)
             (f"Kafka requests per page the broker served ({run})",
-             lambda ph, s, g=get_phase: requests_per_page(g(ph).broker, g(ph).pages) if g(ph).broker else None,
-             "{:.3f}", True),
-            ("  Produce", lambda ph, s, g=get_phase:
-             requests_per_page(g(ph).broker, g(ph).pages, ("Produce",)) if g(ph).broker else None, "{:.3f}", True),
-            ("  Fetch (consumers)", lambda ph, s, g=get_phase:
-             requests_per_page(g(ph).broker, g(ph).pages, ("FetchConsumer",)) if g(ph).broker else None, "{:.3f}",
+             lambda ph, s, g=get_phase: broker_per_page(g(ph)), "{:.3f}", True),
+            ("  Produce", lambda ph, s, g=get_phase: broker_per_page(g(ph), ("Produce",)), "{:.3f}", True),
+            ("  Fetch (consumers)", lambda ph, s, g=get_phase: broker_per_page(g(ph), ("FetchConsumer",)), "{:.3f}",
              True),
             ("broker request-handler + network-thread CPU ms per page", lambda ph, s, g=get_phase:
-             (g(ph).broker.thread_cpu_ms.get("request-handlers", 0) + g(ph).broker.thread_cpu_ms.get(
-                 "network-threads", 0)) / g(ph).pages if g(ph).broker else None, "{:.2f}", True),
+             broker_thread_ms_per_page(g(ph), ("request-handlers", "network-threads")), "{:.2f}", True),
         ]
         specs += [  # none with --broker: no log directory to read
             (f"Kafka bytes per page on the broker's disk ({run})",
