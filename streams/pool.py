@@ -93,7 +93,7 @@ def tune_collector() -> None:
     holds now (modules, stoplists, what a fork inherited) frozen out of every collection, and collections
     at `GC_THRESHOLD`. Extraction, the index step and the agents allocate many short-lived objects and make
     few reference cycles: at CPython's default thresholds the collector's passes cost 3-6% of `extract()`
-    and 7% of the index step (bench/RESULTS.md, session 19). Not for the library API: it is the host
+    and 7-15% of the index step (bench/RESULTS.md, session 19). Not for the library API: it is the host
     process's to tune."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
