@@ -61,7 +61,9 @@ a partition's commit while the record at its head (`unacked_head`) is one of the
 stall check then reads it again, as any record fetched and dropped.
 
 Apart from redelivery, its consumer thread (`CommittingThread`) commits at a cost that grows with the
-partitions, not with their square.
+partitions, not with their square, and runs every seek on its own loop: Faust seeks from the app's thread,
+and aiokafka's fetcher, which is not thread-safe, can then lose a partition's records under its own
+`fetched_records` and stop the worker.
 
 Last, a net under all of these, for any way of dropping records not named above: every
 `NEARDUP_STALL_CHECK_S` seconds (`check_stalls`, a timer of every worker) the consumer looks at each
@@ -77,6 +79,7 @@ else ran.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -227,6 +230,34 @@ class CommittingThread(AIOKafkaConsumerThread):
         consumer._fetch_max_wait_ms = limits.max_wait_ms
         return consumer
 
+    def seek(self, partition: TP, offset: int) -> None:
+        """aiokafka's seek, run on this thread's loop: called from another thread (the app's, as Faust's
+        `Consumer.seek` and `RedeliveringConsumer.redeliver` call it), it is scheduled there, in call order.
+        aiokafka's fetcher is not thread-safe: its `seek_to` deletes the partition's fetched records, which its
+        `fetched_records`, on this thread, may be draining at that moment; it then raises KeyError and the
+        worker stops (seen once in CI: a replacement worker crashed as it resumed after its recovery)."""
+        loop = self.thread_loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._seek_here(partition, offset)
+            return
+        try:
+            loop.call_soon_threadsafe(self._seek_here, partition, offset)
+        except RuntimeError:  # the loop is closed: the consumer stopped, and its positions with it
+            log.info("%s:%d not sought to %d: the consumer thread has stopped", partition.topic, partition.partition,
+                     offset)
+
+    def _seek_here(self, partition: TP, offset: int) -> None:
+        """aiokafka's seek, on this thread; a partition no longer assigned (a rebalance since the call) has no
+        position to move."""
+        try:
+            super().seek(partition, offset)
+        except IllegalStateError:
+            log.info("%s:%d not sought to %d: no longer assigned", partition.topic, partition.partition, offset)
+
     async def _commit(self, offsets: Mapping[TP, int]) -> bool:
         consumer = self._ensure_consumer()
         now = monotonic()
@@ -353,7 +384,7 @@ class RedeliveringConsumer(Consumer):
             log.info("the flow resumed with fetched records of %s:%d still queued (from %d, read %s, committed "
                      "as Faust knows it %s): fetched again from %d", tp.topic, tp.partition, offset, read, committed,
                      offset)
-            self._thread.seek(tp, offset)  # aiokafka's seek, at once: a fetch in flight is discarded
+            self._thread.seek(tp, offset)  # aiokafka's seek, on its thread: a fetch in flight is discarded
             self._read_offset[tp] = offset or None
             self._redelivered[tp] = self._redeliveries
             RESEEKS.inc()

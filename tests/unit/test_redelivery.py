@@ -202,3 +202,47 @@ def test_a_commit_builds_the_assignment_once_and_commits_only_assigned_partition
     assert {(tp.topic, tp.partition): meta.offset for tp, meta in committed.items()} == {("t", 0): 5, ("t", 1): 7}
     assert set(thread.tp_last_committed_at) == assigned
     assert built == [1]
+
+
+def test_a_seek_from_another_thread_runs_on_the_consumer_thread_in_call_order() -> None:
+    """`CommittingThread.seek`: aiokafka's fetcher is not thread-safe, so a seek called from the app's thread
+    runs on the consumer thread's loop, in the order of the calls; one called there runs at once; a partition
+    no longer assigned, or a stopped consumer thread, is logged, not raised."""
+    import threading
+
+    from aiokafka.errors import IllegalStateError
+
+    seeks: list[tuple[str, int, str]] = []
+
+    class Client:
+        def seek(self, tp: TP, offset: int) -> None:
+            if tp.partition == 9:
+                raise IllegalStateError("not assigned")
+            seeks.append((tp.topic, offset, threading.current_thread().name))
+
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, name="consumer-thread")
+    runner.start()
+    thread = object.__new__(CommittingThread)  # no consumer or Faust app: only `seek` runs
+    thread.thread_loop = loop
+    thread._ensure_consumer = Client  # type: ignore[assignment,method-assign]
+    try:
+        thread.seek(TP("t", 9), 1)  # no longer assigned
+        for offset in range(5):
+            thread.seek(TP("t", 0), offset)
+
+        async def from_the_thread() -> int:
+            thread.seek(TP("u", 0), 7)
+            return len(seeks)
+
+        done_before = asyncio.run_coroutine_threadsafe(from_the_thread(), loop).result(timeout=10)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(timeout=10)
+    assert [(topic, offset) for topic, offset, _ in seeks] == [("t", 0), ("t", 1), ("t", 2), ("t", 3), ("t", 4),
+                                                               ("u", 7)]
+    assert {name for _, _, name in seeks} == {"consumer-thread"}
+    assert done_before == 6  # the seek called on the thread ran before it returned
+    loop.close()
+    thread.seek(TP("t", 0), 8)  # the thread's loop closed: nothing to seek, nothing raised
+    assert len(seeks) == 6

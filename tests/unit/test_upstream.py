@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer as KafkaConsumer
 from aiokafka import AIOKafkaProducer
+from aiokafka.consumer.fetcher import Fetcher
 from faust.app.base import App
 from faust.stores.rocksdb import Store
 from faust.streams import Stream
@@ -47,6 +48,11 @@ UPSTREAM: list[tuple[Callable[..., Any], str, str]] = [
      "streams/app.py: NeardupApp.FlowControlQueue returns a RedeliveringQueue made as it makes its queue"),
     (ThreadDelegateConsumer._seek, "4f95c631420410a5",
      "streams/redelivery.py: RedeliveringConsumer.redeliver seeks through the consumer thread as it does"),
+    (AIOKafkaConsumerThread.seek, "1498560d05f02582",
+     "streams/redelivery.py: CommittingThread.seek runs it on the consumer thread's loop"),
+    (Fetcher.seek_to, "f0ba6aba6c22ef83",
+     "streams/redelivery.py: CommittingThread.seek; it deletes the partition's fetched records, which "
+     "Fetcher.fetched_records drains on the consumer thread (so a seek runs there)"),
     (App._new_consumer, "bff6ccd646b71ea9",
      "streams/app.py: NeardupApp._new_consumer chooses the consumer class there"),
     (Consumer._new_offset, "1d2c7ea89a7ad4f1",
