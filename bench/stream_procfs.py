@@ -85,19 +85,32 @@ class CpuSnapshot:
     loop: dict[int, tuple[int, int]]  # worker pid -> its main thread (the event loop)
     main: dict[int, tuple[int, int]]  # worker pid -> all threads of its main process (RocksDB, aiokafka, ...)
     pool: dict[int, dict[int, tuple[int, int]]]  # worker pid -> {descendant pid: its threads} (extraction pool)
+    index: dict[int, set[int]]  # worker pid -> the descendants that are index processes (spawned, not forked)
     broker: tuple[int, int]
     me: tuple[int, int]
     machine: tuple[int, int]
 
 
+def is_index_process(pid: int) -> bool:
+    """Whether a worker's descendant is an index process: the worker spawns those (a fresh interpreter,
+    `multiprocessing.spawn` in its command line) and forks its extraction processes."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"spawn_main" in cmdline and b"resource_tracker" not in cmdline
+
+
 def cpu_snapshot(workers: list[int], broker_pid: int | None) -> CpuSnapshot:
-    loop, main, pool = {}, {}, {}
+    loop, main, pool, index = {}, {}, {}, {}
     for pid in workers:
         loop[pid] = schedstat(f"/proc/{pid}/task/{pid}/schedstat")
         main[pid] = process_sched(pid)
         pool[pid] = {d: process_sched(d) for d in descendants(pid)}
+        index[pid] = {d for d in pool[pid] if is_index_process(d)}
     broker = process_sched(broker_pid) if broker_pid else (0, 0)
-    return CpuSnapshot(time.monotonic(), loop, main, pool, broker, process_sched(os.getpid()), machine_jiffies())
+    return CpuSnapshot(time.monotonic(), loop, main, pool, index, broker, process_sched(os.getpid()),
+                       machine_jiffies())
 
 
 def cpu_usage(a: CpuSnapshot, b: CpuSnapshot) -> dict[str, Any]:
@@ -112,6 +125,8 @@ def cpu_usage(a: CpuSnapshot, b: CpuSnapshot) -> dict[str, Any]:
     for pid in b.main:
         pool_run = sum(t[0] - a.pool.get(pid, {}).get(d, (0, 0))[0] for d, t in b.pool[pid].items())
         pool_wait = sum(t[1] - a.pool.get(pid, {}).get(d, (0, 0))[1] for d, t in b.pool[pid].items())
+        index_run = sum(t[0] - a.pool.get(pid, {}).get(d, (0, 0))[0] for d, t in b.pool[pid].items()
+                        if d in b.index[pid])
         loop, main = used(a.loop[pid], b.loop[pid]), used(a.main[pid], b.main[pid])
         out["workers"][pid] = {
             "loop": loop[0],
@@ -120,6 +135,7 @@ def cpu_usage(a: CpuSnapshot, b: CpuSnapshot) -> dict[str, Any]:
             "main_wait": main[1],
             "pool": pool_run / wall_ns,
             "pool_wait": pool_wait / wall_ns,
+            "index": index_run / wall_ns,
         }
     out["broker"] = used(a.broker, b.broker)[0]
     out["bench"] = used(a.me, b.me)[0]

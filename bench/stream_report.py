@@ -173,11 +173,12 @@ def phase_rows(p: Phase) -> list[tuple[str, str]]:
     loop_s = sum(w["loop"] for w in cpu["workers"].values()) * wall
     main_s = sum(w["main"] for w in cpu["workers"].values()) * wall
     pool_s = sum(w["pool"] for w in cpu["workers"].values()) * wall
+    index_s = sum(w.get("index", 0.0) for w in cpu["workers"].values()) * wall
     rows.append(
         (
-            "CPU ms per page: event loops / main processes / pools / broker",
+            "CPU ms per page: event loops / main processes / pools (extraction + index processes) / broker",
             f"{loop_s / p.pages * 1000:.1f} / {main_s / p.pages * 1000:.1f} / {pool_s / p.pages * 1000:.1f} "
-            "/ "
+            f"({(pool_s - index_s) / p.pages * 1000:.2f} + {index_s / p.pages * 1000:.2f}) / "
             f"{cpu['broker'] * wall / p.pages * 1000:.1f}",
         )
     )
@@ -277,6 +278,11 @@ def loop_ms(p: Phase) -> float:
 
 def worker_ms(p: Phase) -> float:
     return sum(w["main"] + w["pool"] for w in p.cpu["workers"].values()) * p.cpu["wall_s"] / p.pages * 1000
+
+
+def index_ms(p: Phase) -> float:
+    """The index processes' CPU per page (a part of `worker_ms`)."""
+    return sum(w.get("index", 0.0) for w in p.cpu["workers"].values()) * p.cpu["wall_s"] / p.pages * 1000
 
 
 def comparison(results: list[dict[int, dict[str, Phase]]], counts: list[int]) -> tuple[str, list[str]]:
@@ -528,6 +534,8 @@ def code_comparison(runs: Runs, scans: Scans, labels: list[str], counts: list[in
          True),
         ("event-loop CPU ms per page, all workers (throughput run)", lambda ph, s: loop_ms(tput(ph)), "{:.1f}",
          True),
+        ("index processes' CPU ms per page, all workers (throughput run)", lambda ph, s: index_ms(tput(ph)),
+         "{:.2f}", True),
         ("worker CPU ms per page, all processes (paced run)", lambda ph, s: worker_ms(lat(ph)), "{:.1f}", True),
         ("event-loop CPU ms per page, all workers (paced run)", lambda ph, s: loop_ms(lat(ph)), "{:.1f}", True),
     ]
