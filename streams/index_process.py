@@ -55,8 +55,9 @@ from typing import Any
 from rocksdict import AccessType, Rdict
 
 from neardup_core.dedup.retention import advance_clock
+from neardup_core.dedup.version import PageVersion
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Probe, Revision, merged_answers, probe_batch
+from neardup_core.index.bucket import Answer, Pairs, Probe, Revision, merged_answers, probe_batch
 from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
@@ -92,11 +93,26 @@ def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, part
     return outcome
 
 
-def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int
-                ) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
+@dataclass
+class SharedStep:
+    """What the index steps of one call share across partitions: a page's probes go to the partitions
+    of its tables, so one call meets a page (and its copies) in several partitions; its `PageVersion`
+    is decoded once and the rule asked once per pair (`Pairs`), as in scan's one index step."""
+
+    pairs: Pairs
+    pages: dict[tuple[Any, ...], PageVersion] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, core: CoreSettings) -> SharedStep:
+        return cls(Pairs(core.design, core.k))
+
+
+def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int,
+                shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
     """`index_step` without packing its answers and revisions."""
     started = time.perf_counter()
-    probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw)]
+    shared = SharedStep.of(core) if shared is None else shared
+    probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw, shared.pages)]
     outcome = IndexOutcome(probes=len(probes))
     retention = core.retention
     horizon = window = None
@@ -107,7 +123,8 @@ def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now
         if horizon is not None:
             swept = expire_versions(view, core.design, horizon, retention.sweep_max)
             outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
-    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True)
+    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True,
+                                     pairs=shared.pairs)
     outcome.writes = view.pending()
     outcome.seconds = time.perf_counter() - started
     return outcome, answers, revisions
@@ -180,12 +197,12 @@ def _replica(path: str, prefix_bytes: int | None, current: bool = False) -> Over
     return replica.held
 
 
-def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int, current: bool
-                     ) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
+def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int, current: bool,
+                     shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
     """`_probe_step` on the partition's replica; its writes are then held over the replica too."""
     assert _CORE is not None, "the index process starts with _init_index_process"
     held = _replica(path, prefix_bytes, current)
-    stepped = _probe_step(Overlay(held), raw_records, _CORE, now_ms)
+    stepped = _probe_step(Overlay(held), raw_records, _CORE, now_ms, shared)
     held.write_many(stepped[0].writes)
     return stepped
 
@@ -208,9 +225,10 @@ def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bo
     out: list[IndexOutcome | str] = []
     answers: list[Answer] = []
     revisions: list[Revision] = []
+    shared = SharedStep.of(_CORE)
     for path, raw_records, current in parts:
         try:
-            outcome, said, revised = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
+            outcome, said, revised = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current, shared)
         except Exception as exc:
             out.append(f"{type(exc).__name__}: {exc}")
         else:

@@ -217,10 +217,10 @@ def probe_records(probes: Iterable[Probe], max_bytes: int = RECORD_BYTES) -> lis
     return out
 
 
-def decode_probes(raw: bytes) -> list[Probe]:
+def decode_probes(raw: bytes, pages: dict[tuple[Any, ...], PageVersion] | None = None) -> list[Probe]:
     """The probes of a record; the probes of one page share one `PageVersion` (which computes its
-    identity, id and rank once)."""
-    pages: dict[tuple[Any, ...], PageVersion] = {}
+    identity, id and rank once), also across the records decoded with one `pages` memo."""
+    pages = {} if pages is None else pages
     out: list[Probe] = []
     for table, lo, hi, group, page, *remove in _body(raw, "probes"):
         if isinstance(page, int):

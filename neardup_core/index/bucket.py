@@ -566,18 +566,21 @@ def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersio
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
-                window_ms: int | None = None, *, buffered: bool = False) -> tuple[list[Answer], list[Revision]]:
+                window_ms: int | None = None, *, buffered: bool = False, pairs: Pairs | None = None
+                ) -> tuple[list[Answer], list[Revision]]:
     """Apply probes in order with one write to the store: one answer per page version and round
     (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
     `probe_bucket`. A removal (`Probe.remove`) answers nothing. `buffered`: `store` is an `Overlay` its
     caller made for this step and drops if the step raises (the index process's), so the probes write
-    into it directly, not through one more overlay committed into it."""
+    into it directly, not through one more overlay committed into it. `pairs`: the rule's answers to
+    share with other batches of the same pages (the index partitions one index process steps together:
+    a page meets a copy in every partition holding one of its tables); a new one by default."""
     overlay = store if buffered else Overlay(store)
     assert isinstance(overlay, Overlay), "a buffered store is an Overlay"
     answers: list[Answer] = []
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
-    pairs = Pairs(design, k)
+    pairs = Pairs(design, k) if pairs is None else pairs
     for probe in probes:
         if probe.remove:
             remove_entry(overlay, probe)
