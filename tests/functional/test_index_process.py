@@ -229,3 +229,37 @@ def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_t
             primary.close()
 
     asyncio.run(scenario())
+
+
+def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_separate_steps_say() -> None:
+    """`SharedStep`: a page's probes, split over the index partitions by bucket (as the gather agent sends
+    them), stepped partition by partition in one call with one memo, give each partition the writes,
+    answers and revisions that the same steps give alone; the page is decoded once and the rule asked
+    once per pair across the partitions, not once per partition."""
+    from neardup_core.index.bucket import Probe
+    from streams.index_process import SharedStep, _probe_step
+
+    pages = [page(f"https://site{i}.example/a/{'x' * i}", body, at) for i, (body, at) in
+             enumerate([("a", 0), ("b", 1), ("a", 2), ("a", 3), ("b", 4), ("c", 5)])]
+    by_partition: dict[int, list[Probe]] = {}
+    for version in pages:
+        for probe in probes_for(CORE.design, version):
+            by_partition.setdefault(records.partition_of(probe.lo, PARTITIONS), []).append(probe)
+    assert len(by_partition) > 1
+    raw = {p: [records.encode_probes(probes)] for p, probes in by_partition.items()}
+
+    def run(shared: SharedStep | None) -> list[tuple[object, ...]]:
+        out = []
+        for partition in sorted(raw):
+            outcome, answers, revisions = _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, shared)
+            out.append((outcome.writes, sorted(map(repr, answers)), sorted(map(repr, revisions))))
+        return out
+
+    shared = SharedStep.of(CORE)
+    assert run(shared) == run(None)
+    assert len({id(v) for v in shared.pages.values()}) == len(pages)  # each page decoded once in the call
+    alone = [SharedStep.of(CORE) for _ in raw]
+    for memo, partition in zip(alone, sorted(raw), strict=True):
+        _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, memo)
+    asked_alone = sum(len(memo.pairs._said) for memo in alone)
+    assert 0 < len(shared.pairs._said) < asked_alone  # a pair met in several partitions is asked once
