@@ -3,7 +3,7 @@
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
                                  [--code LABEL=DIR]... [--scan] [--tables NAME]
-                                 [--worker-env KEY=VALUE]... [--broker-config KEY=VALUE]... [--py-spy DIR]
+                                 [--worker-env KEY=VALUE]... [--broker-config KEY=VALUE]... [--py-spy DIR [--py-spy-gil]]
                                  [--no-warmup] [--keep]
 
 Before and after a change, on one broker in one run (`git worktree add /tmp/before <commit>` first):
@@ -24,7 +24,8 @@ count, and each code against the first; it is printed and appended to `--out`.
 What bench/results/stream.md holds: `--scale 2 --corpus-limit 400 --repeat 4` (1062 pages, 1-2.5 min per
 phase on a shared 2-core machine). `--worker-env` passes settings to the workers for experiments (Faust also
 reads its own settings from the environment, e.g. TABLE_STANDBY_REPLICAS=0 or PRODUCER_LINGER=0.05);
-`--py-spy DIR` profiles the workers during the throughput phases and adds a summary to the report.
+`--py-spy DIR` profiles the workers during the throughput phases and adds a summary to the report (`--py-spy-gil`:
+only the thread holding the GIL).
 
 Input: the generated crawl (`neardup_core.testing.synthetic.generate_crawl(seed, scale=S)`) and, unless
 `--no-corpus` or the folder is absent, the real pages of the shared corpus (`pages/*/*.html.gz`, as
@@ -146,6 +147,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=None,
         metavar="DIR",
         help="profile the workers with py-spy during throughput phases; raw stacks into DIR",
+    )
+    p.add_argument(
+        "--py-spy-gil",
+        action="store_true",
+        help="with --py-spy: sample only the thread holding the GIL in each process (py-spy --gil): where the "
+        "Python CPU goes, without the waits for the GIL or a CPU that plain samples count",
     )
     p.add_argument(
         "--code",

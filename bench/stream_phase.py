@@ -344,7 +344,8 @@ def run_phase(
         broker_before = broker_counts(broker_pid)  # before the CPU snapshot: the attach costs the broker CPU
         before = cpu_snapshot(pids, broker_pid)
         sampler.start()
-        spies = start_py_spy(args.py_spy, name, pids) if args.py_spy and kind == "throughput" else []
+        spies = (start_py_spy(args.py_spy, name, pids, gil=args.py_spy_gil) if args.py_spy and kind == "throughput"
+                 else [])
         publisher = Publisher(bootstrap, cluster.topic("pages.fetched"), events, rate)
         log = DecisionLog(expected)
         publisher.start()

@@ -15,10 +15,11 @@ from pathlib import Path
 from common import say
 
 
-def start_py_spy(out_dir: Path, app: str, pids: list[int]) -> list[tuple[subprocess.Popen, Path]]:
+def start_py_spy(out_dir: Path, app: str, pids: list[int], *, gil: bool = False
+                 ) -> list[tuple[subprocess.Popen, Path]]:
     """py-spy on each worker's processes (the main process, its extraction pool and its index process,
-    all threads), sampling without pausing them. py-spy is the one beside the interpreter, else
-    `$PY_SPY`, else the one on PATH."""
+    all threads, or with `gil` only the thread holding the GIL), sampling without pausing them. py-spy is
+    the one beside the interpreter, else `$PY_SPY`, else the one on PATH."""
     beside = Path(sys.executable).parent / "py-spy"
     found = str(beside) if beside.exists() else os.environ.get("PY_SPY") or shutil.which("py-spy")
     if not found:
@@ -30,7 +31,7 @@ def start_py_spy(out_dir: Path, app: str, pids: list[int]) -> list[tuple[subproc
     for i, pid in enumerate(pids):
         path = out_dir / f"{app}-worker{i + 1}.txt"
         cmd = [str(spy), "record", "--nonblocking", "--subprocesses", "-r", "100", "-f", "raw", "-o", str(path),
-               "-p", str(pid)]
+               "-p", str(pid), *(["--gil"] if gil else [])]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         spies.append((proc, path))
     return spies
