@@ -3,8 +3,8 @@
     python bench/bench_stream.py [--scale S] [--seed N] [--corpus DIR | --no-corpus] [--workers 1,2]
                                  [--broker HOST:PORT] [--repeat R] [--out bench/results/stream.md]
                                  [--code LABEL=DIR]... [--scan] [--tables NAME]
-                                 [--worker-env KEY=VALUE]... [--broker-config KEY=VALUE]... [--py-spy DIR [--py-spy-gil]]
-                                 [--no-warmup] [--keep]
+                                 [--worker-env KEY=VALUE]... [--broker-config KEY=VALUE]...
+                                 [--py-spy DIR [--py-spy-gil]] [--no-warmup] [--keep]
 
 Before and after a change, on one broker in one run (`git worktree add /tmp/before <commit>` first):
 
