@@ -15,9 +15,16 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from neardup_core.dedup.retention import Retention
-from neardup_core.fingerprint.containment import CONTAINMENT_BANDS, DEFAULT_CONTAINMENT
+from neardup_core.fingerprint.containment import CONTAINMENT_BANDS, DEFAULT_BUCKET_TEXTS, DEFAULT_CONTAINMENT
 from neardup_core.hosts.statistics import HostPolicy
-from neardup_core.index.tables import BandDesign, ContainmentDesign, TableDesign, choose_design, design_named
+from neardup_core.index.tables import (
+    MAX_BUCKET_TEXTS,
+    BandDesign,
+    ContainmentDesign,
+    TableDesign,
+    choose_design,
+    design_named,
+)
 from neardup_core.ingest.event import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_URL_BYTES
 from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES
 
@@ -104,12 +111,15 @@ class CoreSettings:
     """The Jaccard estimate at or above which a page sharing a band is near: 0.01 to 1, in hundredths."""
     partial_copies: bool = False
     """Partial copies (`partial_of`): the containment index beside the LSH bands, with MinHash on. Off by
-    default: its work per page is not bounded yet (a bucket holds every copy of a text, which grows with the
-    collection; bench/RESULTS.md, issue 25): 3.7x the index step on the corpus's pages."""
+    default: 48 more tables per page, several times the index step's work (bench/RESULTS.md, issue 25)."""
     containment: float = DEFAULT_CONTAINMENT
     """The containment estimate at or above which a page that holds another page's main text names it in
     `partial_of` (a partial copy), with MinHash on: 0.01 to 1, in hundredths. 0.5 was chosen on labelled
     corpus pairs (`fingerprint/containment.py`, bench/results/containment.md)."""
+    containment_bucket_texts: int = DEFAULT_BUCKET_TEXTS
+    """The most distinct main texts a containment bucket holds before it is saturated (read no more, its
+    pairs withdrawn unless another bucket finds them): 0 (no cap: unbounded work per page) to 254
+    (`fingerprint/containment.py`, `DEFAULT_BUCKET_TEXTS`)."""
     max_versions: int = 4
     """Versions (distinct main texts) a URL keeps, its latest by fetch: 1 to 64. Beyond it the oldest
     version leaves the URL's state and the index (`neardup_core/dedup/gather.py`), so a page whose
@@ -143,6 +153,7 @@ class CoreSettings:
         check_float("containment", self.containment, 0.0, 1.0, low_open=True)
         if abs(self.containment * 100 - round(self.containment * 100)) > 1e-9:
             raise SettingError("containment", self.containment, "must be a multiple of 0.01 (it names the index)")
+        check_int("containment_bucket_texts", self.containment_bucket_texts, 0, MAX_BUCKET_TEXTS)
         check_int("max_versions", self.max_versions, 1, MAX_VERSIONS)
         if self.retention_ms is not None:
             check_int("retention_ms", self.retention_ms, 1, MAX_RETENTION_DAYS * DAY_MS)
@@ -178,7 +189,9 @@ class CoreSettings:
     @cached_property
     def containment_design(self) -> ContainmentDesign | None:
         """The containment index when partial copies and MinHash are on, else None."""
-        return ContainmentDesign(CONTAINMENT_BANDS, self.containment) if self.minhash and self.partial_copies else None
+        if not (self.minhash and self.partial_copies):
+            return None
+        return ContainmentDesign(CONTAINMENT_BANDS, self.containment, self.containment_bucket_texts)
 
     @cached_property
     def retention(self) -> Retention | None:
@@ -203,7 +216,8 @@ fingerprint stored. A state read under other values misses its own duplicates, o
 design as another's. The other settings (the body cap, the decision timeout, the retention, the host
 window) act on each page as it comes and may change from one run to the next."""
 
-DESIGN_INPUTS = ("tables", "expected_pages", "minhash", "bands", "rows", "jaccard", "partial_copies", "containment")
+DESIGN_INPUTS = ("tables", "expected_pages", "minhash", "bands", "rows", "jaccard", "partial_copies", "containment",
+                 "containment_bucket_texts")
 """What picks the table design besides k: recorded beside it, to say which of them made it differ."""
 
 

@@ -22,7 +22,10 @@ a `Revision` a `Partial` as a fourth (its match then null). Format 3 is format 4
 Format 5: a probe whose page version is that of an earlier probe in the same record carries that
 probe's index (an integer) instead of the page version, so a page's probes to one partition carry it
 once (a page version with its signature and minima is most of a probe's bytes). Format 4 is format 5
-without references.
+without references. Format 6 adds saturated containment buckets: a `Partial` may carry its band mask as a
+third element, an `Answer` its saturated bands' mask as a seventh (its sixth, the partials, then present),
+a `Revision` that mask as a fifth (its fourth then a `Partial` or null). Format 5 is format 6 without them
+(a partial without a mask is never withdrawn).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, Revision
 from neardup_core.messages import Decision
 
-VERSION = 5
-READABLE = (2, 3, 4, 5)
+VERSION = 6
+READABLE = (2, 3, 4, 5, 6)
 FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
 GatherMessage = Fetch | Answer | Revision | int
 HostChange = tuple[Decision, Decision | None]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup_core.extract.stoplists import CACHE_DIR_ENV, cache_dir
-from neardup_core.fingerprint.containment import DEFAULT_CONTAINMENT
+from neardup_core.fingerprint.containment import DEFAULT_BUCKET_TEXTS, DEFAULT_CONTAINMENT
 from neardup_core.ingest.event import DEFAULT_MAX_URL_BYTES
 from neardup_core.messages import DEFAULT_MAX_MESSAGE_BYTES
 from neardup_core.settings import DAY_MS, MAX_RETENTION_DAYS, CoreSettings, SettingError, check_float, check_int
@@ -137,9 +137,11 @@ class Settings:
     jaccard: float = _env("NEARDUP_JACCARD", 0.75, _float)
     """The Jaccard estimate at or above which a page sharing a band is near (in hundredths)."""
     partial_copies: bool = _env("NEARDUP_PARTIAL_COPIES", False, _bool)
-    """Partial copies (`partial_of`, the containment index) with MinHash on; off by default (unbounded work)."""
+    """Partial copies (`partial_of`, the containment index) with MinHash on; off by default (48 more tables)."""
     containment: float = _env("NEARDUP_CONTAINMENT", DEFAULT_CONTAINMENT, _float)
     """The containment estimate at or above which a page names a page it holds in `partial_of` (in hundredths)."""
+    containment_bucket_texts: int = _env("NEARDUP_CONTAINMENT_BUCKET_TEXTS", DEFAULT_BUCKET_TEXTS, _int)
+    """The distinct main texts a containment bucket holds before it is saturated (0: no cap)."""
     decision_timeout_s: float = _env("NEARDUP_DECISION_TIMEOUT_S", 30.0, _float)
     """After this, a page whose probes have not all answered is decided provisionally."""
     tick_interval_s: float = _env("NEARDUP_TICK_INTERVAL_S", 5.0, _float)
@@ -285,6 +287,7 @@ class Settings:
                                 shingle_size=self.shingle_size, min_features=self.min_features,
                                 minhash=self.minhash, bands=self.bands, rows=self.rows, jaccard=self.jaccard,
                                 partial_copies=self.partial_copies, containment=self.containment,
+                                containment_bucket_texts=self.containment_bucket_texts,
                                 max_body_bytes=self.max_body_bytes, max_url_bytes=self.max_url_bytes,
                                 max_message_bytes=self.max_message_bytes,
                                 decision_timeout_ms=round(timeout_s * 1000),

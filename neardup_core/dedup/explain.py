@@ -167,6 +167,9 @@ class ContainmentReport:
     enabled: bool = True
     """Whether the settings name partial copies (`NEARDUP_PARTIAL_COPIES`); when off, the report is what
     the index would find with them on, and `names` says which page's `partial_of` would name the other."""
+    bucket_texts: int = 0
+    """The cap on a containment bucket's texts (0: none): in a crawl, a shared band counts only while its
+    bucket holds at most this many main texts; the two pages alone put two in each shared bucket."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,11 +283,13 @@ def _containment_report(a: Fetch, b: Fetch, main_a: Extraction | None, main_b: E
     bits = design.lsh.bits if design.lsh is not None else 8
     shared = tuple(band for band in range(design.partial.bands)
                    if minimum_of(va.minima, band) == minimum_of(vb.minima, band))
-    names: Side | None = "A" if partial_match(va, vb, design) is not None else \
-        "B" if partial_match(vb, va, design) is not None else None
+    cap = design.partial.bucket_texts
+    names: Side | None = None if cap == 1 else "A" if partial_match(va, vb, design) is not None else \
+        "B" if partial_match(vb, va, design) is not None else None  # a cap of 1 text: two saturate a bucket
     return ContainmentReport(containment_estimate(va, vb, bits), containment_estimate(vb, va, bits), exact_b, exact_a,
                              va.shingles, vb.shingles, (size_class(va.shingles), size_class(vb.shingles)), shared,
-                             design.partial.bands, "A" if holds(va, vb) else "B", names, design.partial.containment)
+                             design.partial.bands, "A" if holds(va, vb) else "B", names, design.partial.containment,
+                             bucket_texts=cap)
 
 
 def _fingerprinted(side: Side, source: PageSource, settings: CoreSettings) -> tuple[Fetch, Extraction | None]:

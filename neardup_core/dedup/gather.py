@@ -20,7 +20,9 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
    candidates ranked better than the version count. The pages a version holds (`partials`, from the
    containment tables' answers and revisions) only ever merge (`rule.merge_partials`), whatever the
-   ranks; a new round of the same version keeps them (they depend on its text, not its rank).
+   ranks, and so do its saturated containment bands (`dead`, from answers and revisions), which withdraw
+   the pages held only through them (`rule.named_partials`); a new round of the same version keeps both
+   (they depend on its text, not its rank).
 4. A version is complete when every table of its current round answered; a tick past its
    deadline publishes it provisionally (`complete: false`), and later answers complete it.
    An input seen before (a replay after a crash or rebalance) publishes the URL's last decision
@@ -47,7 +49,16 @@ from typing import Any, NamedTuple
 import orjson
 
 from neardup_core.dedup.retention import Retention, url_expired_range, url_expiry_key
-from neardup_core.dedup.rule import Match, Partial, better, better_ranked, merge_partials, reason_of, verdict_of
+from neardup_core.dedup.rule import (
+    Match,
+    Partial,
+    better,
+    better_ranked,
+    merge_partials,
+    named_partials,
+    reason_of,
+    verdict_of,
+)
 from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
@@ -82,6 +93,9 @@ class VersionState:
     complete: bool = False
     deadline_ms: int = 0
     partials: tuple[Partial, ...] = ()
+    """Every main text the version holds (`merge_partials`); `partial_of` names the best live ones."""
+    dead: int = 0
+    """The containment bands whose bucket of this version is saturated (bit b: band b)."""
 
     @property
     def page(self) -> PageVersion | None:
@@ -90,13 +104,15 @@ class VersionState:
     def to_list(self) -> list[Any]:
         out = [self.fetch.to_list(), self.last_fetch_ms, self.expected, self.answered,
                self.best.to_list() if self.best else None, self.complete, self.deadline_ms]
+        if self.dead:
+            return [*out, [p.to_list() for p in self.partials], self.dead]
         return [*out, [p.to_list() for p in self.partials]] if self.partials else out
 
     @classmethod
     def from_list(cls, d: list[Any]) -> VersionState:
         partials = tuple(Partial.from_list(p) for p in d[7]) if len(d) > 7 else ()
         return cls(Fetch.from_list(d[0]), d[1], d[2], d[3], Match.from_list(d[4]) if d[4] else None, d[5], d[6],
-                   partials)
+                   partials, d[8] if len(d) > 8 else 0)
 
 
 @dataclass(slots=True)
@@ -277,6 +293,7 @@ class Gather:
             return []
         self._merge(version, answer.best)
         version.partials = merge_partials(version.partials, answer.partials)
+        version.dead |= answer.dead
         new = [t for t in answer.tables if t not in version.answered]
         replay = not new
         if answer.round_ms == version.fetch.fetched_at_ms and not replay:
@@ -289,6 +306,10 @@ class Gather:
         version = state.versions.get(revision.version_id.hex())
         if version is None or version.page is None:
             return []
+        if revision.dead:
+            replay = version.dead & revision.dead == revision.dead  # this revision may be what set them
+            version.dead |= revision.dead
+            return self._publish(state, now_ms, replay=replay)
         if revision.partial is not None:
             replay = revision.partial in version.partials  # this revision may be what added it
             version.partials = merge_partials(version.partials, (revision.partial,))
@@ -352,7 +373,8 @@ class Gather:
         jaccard = round(best.jaccard, JACCARD_DIGITS) if best is not None and best.jaccard is not None else None
         verdict = verdict_of(best)
         partial_of = [] if verdict == "exact_duplicate" else [
-            {"url": p.candidate.url, "containment": round(p.containment, JACCARD_DIGITS)} for p in version.partials]
+            {"url": p.candidate.url, "containment": round(p.containment, JACCARD_DIGITS)}
+            for p in named_partials(version.partials, version.dead)]
         return Decision(verdict=verdict, duplicate_of=best.candidate.url if best else None, partial_of=partial_of,
                         distance=best.distance if best else None, jaccard=jaccard,
                         simhash=to_hex(page.simhash) if page.simhash is not None else None,

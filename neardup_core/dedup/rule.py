@@ -21,6 +21,13 @@ holds, that text's best-ranked page of another URL, and of those the `MAX_PARTIA
 (`Partial.order`: the highest containment, then the best rank). It depends only on the set of pages,
 so it too is order-independent: a later original revises the copy. An exact duplicate's is empty
 (its canonical, `duplicate_of`, has the same text and says it).
+
+With a cap on a containment bucket's texts (`ContainmentDesign.bucket_texts`, K), a shared band counts only
+while its bucket (the band and the shared minimum) is not saturated: A holds B when, besides the above, some
+band where their minima are equal has a bucket into which at most K distinct main texts were inserted over
+the whole input. A bucket's texts only grow, so this too depends on the set of pages alone; a pair found
+through a bucket that saturates later is withdrawn unless another of its buckets stays under the cap
+(`Partial.bands`, `named_partials`).
 """
 
 from __future__ import annotations
@@ -77,15 +84,20 @@ class Match:
 
 MAX_PARTIALS = 3
 """A decision's `partial_of` names at most this many pages."""
+ALL_BANDS = (1 << 64) - 1
+"""A band mask naming every containment band (a `Partial` written before masks: it is never withdrawn)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Partial:
     """A page whose main text a page holds to the degree `containment` (the estimate of its share of the
-    candidate's shingles). The candidate is kept without its sketches."""
+    candidate's shingles), and the containment bands where the two have an equal minimum (`bands`, bit b for
+    band b): the buckets that find the pair, which stands while one of them is not saturated. The candidate
+    is kept without its sketches."""
 
     candidate: PageVersion
     containment: float
+    bands: int = ALL_BANDS
 
     @property
     def order(self) -> tuple[Any, ...]:
@@ -93,11 +105,11 @@ class Partial:
         return (-self.containment, self.candidate.rank)
 
     def to_list(self) -> list[Any]:
-        return [self.candidate.to_list(), self.containment]
+        return [self.candidate.to_list(), self.containment, self.bands]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Partial:
-        return cls(PageVersion.from_list(data[0]), data[1])
+        return cls(PageVersion.from_list(data[0]), data[1], data[2] if len(data) > 2 else ALL_BANDS)
 
 
 def holds(a: PageVersion, b: PageVersion) -> bool:
@@ -119,6 +131,16 @@ def shared_minimum(a: PageVersion, b: PageVersion, bands: int) -> int | None:
     return first if n and equal[first] else None
 
 
+def shared_minima(a: PageVersion, b: PageVersion, bands: int) -> int:
+    """The mask of the containment bands (bit b: band b) where two pages have an equal minimum: the buckets
+    they share (0 when either has no minima)."""
+    if a.minima is None or b.minima is None:
+        return 0
+    n = min(bands, len(a.minima) // 4, len(b.minima) // 4)
+    equal = np.frombuffer(a.minima, "<u4", n) == np.frombuffer(b.minima, "<u4", n)
+    return int.from_bytes(np.packbits(equal, bitorder="little").tobytes(), "little")
+
+
 def containment_estimate(a: PageVersion, b: PageVersion, bits: int = 8) -> float:
     """The containment estimate of B's shingles in A's: from the Jaccard estimate of the two signatures and
     the distinct shingle counts (`containment.containment_from_jaccard`). The containment minima only find
@@ -137,22 +159,31 @@ def partial_match(page: PageVersion, other: PageVersion, design: TableDesign) ->
         return None
     # the cheap tests first: the index step asks this of every group its probe reads
     estimate = containment_estimate(page, other, design.lsh.bits if design.lsh is not None else 8)
-    if estimate < partial.containment or shared_minimum(page, other, partial.bands) is None:
+    if estimate < partial.containment:
         return None
-    if match_of(page, other, design.k, design.lsh) is not None:
+    bands = shared_minima(page, other, partial.bands)
+    if not bands or match_of(page, other, design.k, design.lsh) is not None:
         return None
-    return Partial(other.without_minhash(), estimate)
+    return Partial(other.without_minhash(), estimate, bands)
 
 
 def merge_partials(held: Iterable[Partial], new: Iterable[Partial]) -> tuple[Partial, ...]:
-    """The `MAX_PARTIALS` best of two lists, one per main text (its best-ranked page): a merge that gives
-    the same result in any order and grouping, so answers and revisions may come in any order."""
+    """Two lists as one, one per main text (its best-ranked page), in `Partial.order`: a merge that gives the
+    same result in any order and grouping, so answers and revisions may come in any order. Every text is
+    kept, not only the named ones: a named one may be withdrawn (`named_partials`). (One text's pages have
+    one minimum per band, so one band mask.)"""
     per_text: dict[str, Partial] = {}
     for p in [*held, *new]:
         seen = per_text.get(p.candidate.text_sha256)
         if seen is None or p.candidate.rank < seen.candidate.rank:
             per_text[p.candidate.text_sha256] = p
-    return tuple(sorted(per_text.values(), key=lambda p: p.order)[:MAX_PARTIALS])
+    return tuple(sorted(per_text.values(), key=lambda p: p.order))
+
+
+def named_partials(partials: Iterable[Partial], dead: int = 0) -> tuple[Partial, ...]:
+    """What `partial_of` names: the `MAX_PARTIALS` best of the pages held through a band whose bucket is not
+    saturated (`dead`: the mask of the page's saturated bands)."""
+    return tuple(sorted((p for p in partials if p.bands & ~dead), key=lambda p: p.order)[:MAX_PARTIALS])
 
 
 def better_ranked(candidate: PageVersion, page: PageVersion) -> bool:

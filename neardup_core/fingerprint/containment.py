@@ -103,6 +103,15 @@ with containment c in an A r times larger is found with probability ``1 - (1 - J
 ``J = c / (r + 1 - c)``: at c = 0.5 that is 1.000 at r = 2, 0.996 at r = 4, 0.946 at r = 8 (0.985 at
 c = 0.7), 0.77 at r = 16 (24 bands would give 0.77 at r = 8, 32 bands 0.86, 64 bands 0.98 for a third
 more tables)."""
+DEFAULT_BUCKET_TEXTS = 16
+"""The default cap K on a containment bucket's distinct main texts (`ContainmentDesign.bucket_texts`): a
+one-row band's bucket holds every page whose minimum there is one shingle, so a text common to many pages (a
+template sentence, a widely syndicated article) fills it and a probe would read every one. A bucket into
+which more than K texts were ever inserted is saturated: probes read nothing there, and the pairs it found
+are withdrawn unless another shared bucket of at most K texts finds them too. K = 16 is the smallest cap
+within half a point of the uncapped recall on the labelled corpus pairs (1,811 of 1,820 found; generated
+crawls' reads per page 58 instead of 910; bench/RESULTS.md, issue 25, session 15). Its cost: a text copied
+by about 2K pages loses some of its partial copies (10-20% at 32 copies, about 40% at 64)."""
 MINIMA_SHINGLE_SIZE = 5
 """The containment index's minima are over word 5-grams, not the signature's 2-grams: unrelated pages
 share common bigrams ("of the"), so a one-row band over bigram minima put hundreds of unrelated pages

@@ -66,6 +66,7 @@ from neardup_core.fingerprint.minhash import band_bytes, shared_band, signature_
 from neardup_core.fingerprint.simhash import hamming
 from neardup_core.index.keys import (
     BODY_TABLE,
+    CONTAINMENT_BUCKET_BYTES,
     TEXT_TABLE,
     VERSION_ID_BYTES,
     band_bucket_range,
@@ -120,8 +121,9 @@ class Probe(NamedTuple):
 
 
 class Answer(NamedTuple):
-    """What some tables say about a page: its best better-ranked match there, if any, and the pages it
-    holds found there (containment tables; `merge_partials` of them)."""
+    """What some tables say about a page: its best better-ranked match there, if any, the pages it holds
+    found there (containment tables; `merge_partials` of them), and the containment bands whose bucket of
+    the page is saturated (`dead`, bit b for band b)."""
 
     url: str
     version_id: bytes
@@ -129,35 +131,49 @@ class Answer(NamedTuple):
     tables: tuple[int, ...]
     best: Match | None
     partials: tuple[Partial, ...] = ()
+    dead: int = 0
 
     def to_list(self) -> list[Any]:
         out = [self.url, self.version_id, self.round_ms, list(self.tables), self.best.to_list() if self.best else None]
+        if self.dead:
+            return [*out, [p.to_list() for p in self.partials], self.dead]
         return [*out, [p.to_list() for p in self.partials]] if self.partials else out
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Answer:
         partials = tuple(Partial.from_list(p) for p in data[5]) if len(data) > 5 else ()
-        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None, partials)
+        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None, partials,
+                   data[6] if len(data) > 6 else 0)
 
 
 @dataclass(frozen=True, slots=True)
 class Revision:
-    """Tell the page `version_id` of `url` that `match` is a better copy of it (it is worse-ranked), or
-    that it holds `partial` (a containment table found the two; `match` is then None)."""
+    """Tell the page `version_id` of `url` that `match` is a better copy of it (it is worse-ranked), that
+    it holds `partial` (a containment table found the two; `match` is then None), or that its buckets of
+    the containment bands `dead` (a mask, bit b for band b) are saturated (both None)."""
 
     url: str
     version_id: bytes
     match: Match | None
     partial: Partial | None = None
+    dead: int = 0
 
     def to_list(self) -> list[Any]:
         out = [self.url, self.version_id, self.match.to_list() if self.match is not None else None]
+        if self.dead:
+            return [*out, self.partial.to_list() if self.partial is not None else None, self.dead]
         return out if self.partial is None else [*out, self.partial.to_list()]
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Revision:
         return cls(data[0], data[1], Match.from_list(data[2]) if data[2] is not None else None,
-                   Partial.from_list(data[3]) if len(data) > 3 and data[3] is not None else None)
+                   Partial.from_list(data[3]) if len(data) > 3 and data[3] is not None else None,
+                   data[4] if len(data) > 4 else 0)
+
+    @property
+    def said(self) -> tuple[Any, ...]:
+        """What a containment revision says, to send it once per index step however many bands found it."""
+        return (self.version_id, self.partial.candidate.version_id if self.partial else None, self.dead)
 
 
 def has_bands(lsh: BandDesign | None, page: PageVersion) -> bool:
@@ -181,6 +197,12 @@ def table_ids(design: TableDesign, page: PageVersion) -> list[int]:
     bands = list(design.lsh.tables) if design.lsh is not None and has_bands(design.lsh, page) else []
     partial = list(design.partial.tables) if design.partial is not None and has_containment(design, page) else []
     return near + bands + partial + [TEXT_TABLE, BODY_TABLE]
+
+
+SATURATED = b"\x01"
+"""The value of a saturated containment bucket's key (its lower bound), before the version that saturated it."""
+EVERY_CLASS = range(0, 255)
+"""Every size class of a containment bucket (`size_class` is far below 255)."""
 
 
 def size_classes(page: PageVersion) -> range:
@@ -340,28 +362,30 @@ class Pairs:
         return said
 
 
-def _scope(probe: Probe) -> tuple[bool, tuple[bytes, bytes], int]:
+def _scope(probe: Probe, whole: bool = False) -> tuple[bool, tuple[bytes, bytes], int]:
     """Whether the probe's candidates are all of its range (an exact, band or containment table: no
     Hamming filter), the key range it reads (its group in an exact table, its bucket in a near or band
-    table, its size classes of its bucket in a containment table), and its page's permuted fingerprint
-    (0 but in near tables)."""
+    table, its size classes of its bucket in a containment table, or with `whole` all of them), and its
+    page's permuted fingerprint (0 but in near tables)."""
     if probe.table in (TEXT_TABLE, BODY_TABLE):
         return True, group_range(probe.group), 0
     if is_containment_table(probe.table):
-        return True, (containment_read_from(probe.lo, size_classes(probe.page)), probe.hi), 0
+        classes = EVERY_CLASS if whole else size_classes(probe.page)
+        return True, (containment_read_from(probe.lo, classes), probe.hi), 0
     if is_band_table(probe.table):
         return True, (probe.lo, probe.hi), 0
     return False, (probe.lo, probe.hi), permuted_of_key(probe.group)
 
 
-def _candidate_groups(store: Store, probe: Probe, k: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
+def _candidate_groups(store: Store, probe: Probe, k: int, whole: bool = False
+                      ) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
     """The groups of the probe's bucket that can match its page: (group key, its items up to the
     first entry when the group has a summary, else all of them). Near groups are kept when their
     fingerprint is within k bits of the page's (Hamming distance is the same after permutation).
 
     A group with a summary (its key sorts first) is read no further: the scan starts again past
     the group, so a probe reads one record of a cluster of any size, not every copy's entry."""
-    exact, (lo, hi), mine = _scope(probe)
+    exact, (lo, hi), mine = _scope(probe, whole)
     groups: list[tuple[bytes, list[tuple[bytes, bytes]]]] = []
     skip: bytes | None = None
     start: bytes | None = lo
@@ -442,6 +466,8 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                  window_ms: int | None = None, pairs: Pairs | None = None) -> tuple[Answer, list[Revision]]:
     """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
 
+    0. With a cap on a containment bucket's texts: a saturated bucket, or one the page's main text
+       saturates, answers only that (`_saturation`); the probe reads and writes nothing more.
     1. Every group that can match: its best better-ranked member of another URL is a candidate
        answer, and its undominated members that the page is better than and matches are told so
        (from the first table the two share).
@@ -477,7 +503,15 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
 
     containment = is_containment_table(probe.table)
     partials: tuple[Partial, ...] = ()
-    for group, items in _candidate_groups(store, probe, k):  # 1.
+    if containment and design.partial is not None and design.partial.bucket_texts:
+        dead, groups = _saturation(store, probe, design, k, revisions)  # 0.
+        if dead:
+            return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), None, (), dead), list(revisions.values())
+        classes = size_classes(page)
+        groups = [(group, items) for group, items in groups if group[CONTAINMENT_BUCKET_BYTES] in classes]
+    else:
+        groups = _candidate_groups(store, probe, k)
+    for group, items in groups:  # 1.
         members = _members(store, group, items)
         summarised = bool(items) and items[0][0] == group
         if horizon_ms is not None and any(m.fetched_at_ms < horizon_ms for m in members):
@@ -556,13 +590,47 @@ def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersio
         held = partial_match(page, representative, design)
         if held is not None:
             out.append(held)
+    capped = design.partial is not None and design.partial.bucket_texts > 0
     for other in undominated(ranked) if ranked else []:
         if other.identity == page.identity:
             continue
         back = partial_match(other, page, design)
-        if back is not None and probe.table == first_shared_containment(design, page, other):
+        # without a cap the first shared band always finds the pair; with one, that band may be saturated, so
+        # every band that finds it tells (`probe_batch` sends what one step's bands say once)
+        if back is not None and (capped or probe.table == first_shared_containment(design, page, other)):
             revisions[other.version_id] = Revision(other.url, other.version_id, None, back)
     return out
+
+
+def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, revisions: dict[bytes, Revision]
+                ) -> tuple[int, list[tuple[bytes, list[tuple[bytes, bytes]]]]]:
+    """Step 0 of `probe_bucket` with a cap K on a containment bucket's texts (`ContainmentDesign.bucket_texts`):
+    the band's bit when the probe's bucket is saturated (the probe reads and writes nothing more), else 0 and
+    the bucket's groups, of every size class (at most K: one per main text).
+
+    A bucket is saturated once its key (the bucket's lower bound, `probe.lo`) holds `SATURATED` and the
+    version that saturated it: the page whose main text would have been its (K+1)th. That page marks it and
+    tells the undominated members of its K texts (`Revision.dead`: those that hold partial copies, or may
+    later, through this band); a replay of that page tells them again, since a crash may have lost the first
+    telling. A text counts from its first entry until its last one is removed (a URL letting the version go,
+    `forget`, a retention) or for good once the bucket is saturated."""
+    assert design.partial is not None
+    bit = 1 << (probe.table - design.partial.tables.start)
+    vid = probe.page.version_id
+    marked = store.get(probe.lo)
+    if marked is not None and marked[len(SATURATED):] != vid:
+        return bit, []
+    bucket, hi = containment_bucket_range(probe.table - design.partial.tables.start,
+                                          int.from_bytes(probe.lo[2:CONTAINMENT_BUCKET_BYTES], "big"), EVERY_CLASS)
+    groups = _candidate_groups(store, Probe(probe.table, bucket, hi, probe.group, probe.page), k, whole=True)
+    if marked is None:
+        if any(group == probe.group for group, _ in groups) or len(groups) < design.partial.bucket_texts:
+            return 0, groups
+        store.put(probe.lo, SATURATED + vid)
+    for group, items in groups:
+        for member in undominated(_members(store, group, items)):
+            revisions[member.version_id] = Revision(member.url, member.version_id, None, None, bit)
+    return bit, []
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
@@ -581,6 +649,7 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
     revisions: list[Revision] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     pairs = Pairs(design, k) if pairs is None else pairs
+    told: set[tuple[Any, ...]] = set()  # what containment revisions said: several bands find one pair
     for probe in probes:
         if probe.remove:
             remove_entry(overlay, probe)
@@ -588,7 +657,12 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
             continue
         answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms, pairs)
         answers.append(answer)
-        revisions += found
+        for revision in found:
+            if revision.match is None:
+                if revision.said in told:
+                    continue
+                told.add(revision.said)
+            revisions.append(revision)
     if not buffered:
         overlay.commit()
     return merged_answers(answers), revisions
@@ -613,12 +687,14 @@ def _merged(answers: list[Answer]) -> Answer:
     first = answers[0]
     best: Match | None = None
     partials: tuple[Partial, ...] = ()
+    dead = 0
     for answer in answers:
         best = better(best, answer.best)
         if answer.partials:
             partials = merge_partials(partials, answer.partials)
+        dead |= answer.dead
     return Answer(first.url, first.version_id, first.round_ms, tuple(t for a in answers for t in a.tables), best,
-                  partials)
+                  partials, dead)
 
 
 def versions_within(store: Store, probe: Probe, k: int) -> list[PageVersion]:

@@ -90,23 +90,33 @@ class BandDesign:
         return 1.0 - (1.0 - agreement ** self.rows) ** self.bands
 
 
+MAX_BUCKET_TEXTS = 254
+"""The largest cap on a containment bucket's texts: its count is one byte, and K + 1 marks it saturated."""
+
+
 @dataclass(frozen=True)
 class ContainmentDesign:
-    """The containment index: `bands` one-row bands (32-bit minima), and the containment estimate (at
-    least `containment`, in hundredths) that confirms a page B found in a page A as a partial copy."""
+    """The containment index: `bands` one-row bands (32-bit minima), the containment estimate (at least
+    `containment`, in hundredths) that confirms a page B found in a page A as a partial copy, and the cap
+    on a bucket's distinct texts (`bucket_texts`, K; 0: none): a bucket into which more than K main texts
+    were ever inserted is saturated, read no more, and finds no pair (`index/bucket.py`)."""
 
     bands: int
     containment: float
+    bucket_texts: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.bands <= MAX_CONTAINMENT_BANDS:
             raise ValueError(f"containment bands must be 1 to {MAX_CONTAINMENT_BANDS}, got {self.bands}")
         if not 0.0 < self.containment <= 1.0 or abs(self.containment * 100 - round(self.containment * 100)) > 1e-9:
             raise ValueError(f"containment must be a multiple of 0.01 in (0, 1], got {self.containment}")
+        if not 0 <= self.bucket_texts <= MAX_BUCKET_TEXTS:
+            raise ValueError(f"bucket texts must be 0 (no cap) to {MAX_BUCKET_TEXTS}, got {self.bucket_texts}")
 
     @property
     def name(self) -> str:
-        return f"p{self.bands}-c{round(self.containment * 100):d}"
+        cap = f"-s{self.bucket_texts}" if self.bucket_texts else ""
+        return f"p{self.bands}-c{round(self.containment * 100):d}{cap}"
 
     def table(self, band: int) -> int:
         return CONTAINMENT_TABLE_BASE + band
@@ -230,12 +240,14 @@ SEED_DESIGN = TableDesign(k=3, blocks=4)
 def design_named(name: str) -> TableDesign:
     """Parse `TableDesign.name` ("k3-b6-t20"; the table count is implied; with bands, e.g.
     "k3-b6-t20-l16x4-j50": 16 bands of 4 rows, Jaccard >= 0.50; with a containment index, e.g.
-    "k3-b6-t20-l16x4-j50-p48-c50": 48 one-row bands, containment >= 0.50)."""
-    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?(?:-l(\d+)x(\d+)(?:b(\d+))?-j(\d+))?(?:-p(\d+)-c(\d+))?", name)
+    "k3-b6-t20-l16x4-j50-p48-c50-s16": 48 one-row bands, containment >= 0.50, at most 16 texts per bucket;
+    without "-s16", no cap)."""
+    m = re.fullmatch(r"k(\d+)-b(\d+)(?:-t\d+)?(?:-l(\d+)x(\d+)(?:b(\d+))?-j(\d+))?"
+                     r"(?:-p(\d+)-c(\d+)(?:-s(\d+))?)?", name)
     if not m:
         raise ValueError(f"not a table design name: {name!r} (expected e.g. 'k3-b6-t20')")
     lsh = BandDesign(int(m[3]), int(m[4]), int(m[6]) / 100, int(m[5] or 8)) if m[3] else None
-    partial = ContainmentDesign(int(m[7]), int(m[8]) / 100) if m[7] else None
+    partial = ContainmentDesign(int(m[7]), int(m[8]) / 100, int(m[9] or 0)) if m[7] else None
     return TableDesign(k=int(m[1]), blocks=int(m[2]), lsh=lsh, partial=partial)
 
 

@@ -20,11 +20,21 @@ import numpy as np
 import numpy.typing as npt
 
 from neardup_core.dedup.gather import JACCARD_DIGITS
-from neardup_core.dedup.rule import Match, better, better_ranked, match_of, merge_partials, partial_match, verdict_of
+from neardup_core.dedup.rule import (
+    Match,
+    better,
+    better_ranked,
+    match_of,
+    merge_partials,
+    named_partials,
+    partial_match,
+    verdict_of,
+)
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.containment import exact_containment
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
+from neardup_core.index.bucket import has_containment
 from neardup_core.index.tables import BandDesign, TableDesign
 
 Partials = tuple[tuple[str, float], ...]
@@ -128,8 +138,9 @@ def oracle_from_fetches(fetches: Iterable[Fetch], k: int, lsh: BandDesign | None
 
 def oracle_partials(fetches: Iterable[Fetch], design: TableDesign) -> dict[str, Partials]:
     """`partial_of` per URL identity for its current version, by the rule over all pairs of versions (every
-    indexed version counts, as for duplicates): per main text it holds, that text's best-ranked version of
-    another URL, the `MAX_PARTIALS` best of them; empty for exact duplicates and skipped URLs. Without
+    indexed version counts, as for duplicates): per main text it holds through a bucket that is not
+    saturated (`saturated_buckets`), that text's best-ranked version of another URL, the `MAX_PARTIALS`
+    best of them; empty for exact duplicates and skipped URLs. Without
     `max_versions` caps or a retention (the oracle's duplicates take them; this one does not)."""
     fetches = list(fetches)
     versions, current = _versions(fetches)
@@ -138,13 +149,35 @@ def oracle_partials(fetches: Iterable[Fetch], design: TableDesign) -> dict[str, 
     if design.partial is None:
         return out
     neighbours = _Neighbours(versions, design.k, minima_bands=design.partial.bands)
+    saturated = saturated_buckets(versions, design)
     for url, page in current.items():
         if verdicts[url][0] == "exact_duplicate":
             continue
         found = [p for other in neighbours.of(page) if (p := partial_match(page, other, design)) is not None]
+        dead = sum(1 << band for band, minimum in _buckets(page, design) if (band, minimum) in saturated)
         out[url] = tuple((url_identity(p.candidate.url), round(p.containment, JACCARD_DIGITS))
-                         for p in merge_partials((), found))
+                         for p in named_partials(merge_partials((), found), dead))
     return out
+
+
+def _buckets(page: PageVersion, design: TableDesign) -> list[tuple[int, bytes]]:
+    """The containment buckets of a page: (band, its minimum there) per band, when it is probed in them."""
+    if design.partial is None or not has_containment(design, page):
+        return []
+    assert page.minima is not None
+    return [(band, page.minima[band * 4:(band + 1) * 4]) for band in range(design.partial.bands)]
+
+
+def saturated_buckets(versions: Iterable[PageVersion], design: TableDesign) -> set[tuple[int, bytes]]:
+    """The containment buckets (band, minimum) into which the versions put more distinct main texts than the
+    design's cap (`ContainmentDesign.bucket_texts`; none without one): those no pair counts through."""
+    if design.partial is None or not design.partial.bucket_texts:
+        return set()
+    texts: dict[tuple[int, bytes], set[str]] = defaultdict(set)
+    for page in versions:
+        for bucket in _buckets(page, design):
+            texts[bucket].add(page.text_sha256)
+    return {bucket for bucket, held in texts.items() if len(held) > design.partial.bucket_texts}
 
 
 def exact_containments(partials: Mapping[str, Partials], fetches: Iterable[Fetch],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -18,8 +19,10 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.minhash import minhash
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import url_identity
+from neardup_core.index.keys import CONTAINMENT_KEY
 from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
+from neardup_core.store.memory import MemoryStore
 from neardup_core.testing.oracle import exact_containments, oracle_partials, rule_problems
 
 K = 3
@@ -148,3 +151,111 @@ def test_named_pages_are_really_contained_and_clear_copies_are_found() -> None:
                     missed.append((holder, other, exact))
     assert named_exact and min(named_exact) >= 0.3, sorted(named_exact)[:5]
     assert missed == []
+
+
+CAPPED = CoreSettings(k=K, tables="k3-b4", minhash=True, partial_copies=True, containment_bucket_texts=2)
+UNCAPPED = CoreSettings(k=K, tables="k3-b4", minhash=True, partial_copies=True, containment_bucket_texts=0)
+
+
+def syndicated_crawl(seed: int) -> list[Fetch]:
+    """Articles each copied whole or in part into 1 to 8 pages with text of their own (a syndicated
+    article fills the buckets of its minima past a small cap), pages holding two articles, exact mirrors and
+    recrawls."""
+    rng = random.Random(seed)
+    fetches: list[Fetch] = []
+
+    def add(url: str, shingles: list[int]) -> None:
+        f = text_fetch(url, shingles, T0 + rng.randrange(100_000), rng.choice([0.0, 1.0]), settings=CAPPED)
+        fetches.append(f)
+        if rng.random() < 0.2:
+            fetches.append(text_fetch(url, shingles, f.fetched_at_ms + rng.randint(1, 5000), f.importance,
+                                      body=f.body_sha256, settings=CAPPED))
+
+    articles = [[rng.getrandbits(64) for _ in range(rng.randint(60, 160))] for _ in range(3)]
+    for a, article in enumerate(articles):
+        add(f"https://news{a}.example/story", article)
+        for c in range(rng.randint(1, 8)):
+            n = max(1, round(rng.uniform(0.5, 1.0) * len(article)))
+            start = rng.randrange(len(article) - n + 1)
+            own = [rng.getrandbits(64) for _ in range(round(n * rng.uniform(0.1, 2.0)))]
+            cut = rng.randrange(len(own) + 1)
+            add(f"https://blog{c % 3}.example/a{a}/c{c}", own[:cut] + article[start:start + n] + own[cut:])
+        if rng.random() < 0.5:
+            add(f"https://mirror.example/a{a}", article)
+    add("https://digest.example/week", articles[0] + articles[1] + [rng.getrandbits(64) for _ in range(40)])
+    return fetches
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), order_seed=st.integers(0, 10_000))
+def test_saturated_buckets_withdraw_the_same_pairs_in_any_order(seed: int, order_seed: int) -> None:
+    """With a cap of 2 texts per containment bucket: the engine's `partial_of` is the oracle's (pairs count
+    only through buckets of at most 2 texts over the whole input), in any order, with duplicate deliveries:
+    a pair found before its buckets fill is withdrawn when they do."""
+    fetches = syndicated_crawl(seed)
+    order = random.Random(order_seed)
+    shuffled = fetches + order.sample(fetches, len(fetches) // 3)
+    order.shuffle(shuffled)
+    decided = final(Engine(CAPPED), shuffled)
+    said = {u: (d.verdict, d.duplicate_of, d.distance, d.jaccard) for u, d in decided.items()}
+    assert rule_problems(said, fetches, K, lsh=CAPPED.design.lsh) == []
+    assert partials_of(decided) == oracle_partials(fetches, CAPPED.design)
+
+
+def test_the_cap_withdraws_pairs_found_before_their_buckets_filled() -> None:
+    """Over a few syndicated crawls: the cap changes what is named (so the test above can tell a cap from
+    none), some copy is named and later withdrawn in one arrival order, and each crawl in arrival order and
+    reversed ends at the capped oracle."""
+    withdrawn = differs = 0
+    for seed in range(8):
+        fetches = syndicated_crawl(seed)
+        capped, uncapped = oracle_partials(fetches, CAPPED.design), oracle_partials(fetches, UNCAPPED.design)
+        differs += capped != uncapped
+        assert partials_of(final(Engine(UNCAPPED), fetches)) == uncapped
+        for order in (fetches, fetches[::-1]):
+            engine = Engine(CAPPED)
+            named: dict[str, set[str]] = {}
+            for f in order:
+                for d, _ in engine.decide(f, now_ms=T0):
+                    now = {p["url"] for p in d.partial_of}
+                    withdrawn += bool(named.get(d.url, set()) - now)
+                    named[d.url] = now
+            assert {url_identity(u): tuple(sorted(url_identity(p) for p in n)) for u, n in named.items()} == \
+                {u: tuple(sorted(p for p, _ in n)) for u, n in capped.items()}
+    assert differs >= 2 and withdrawn >= 1
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the items its scans of containment buckets yield."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read = 0
+
+    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for item in super().scan(lo, hi):
+            self.read += lo[0] == CONTAINMENT_KEY
+            yield item
+
+
+def test_the_cap_bounds_the_index_reads_of_a_widely_copied_text() -> None:
+    """An article copied into 120 pages: with no cap, a copy's containment probes read every earlier copy in
+    the buckets they share; with a cap of 2, at most 2 texts per bucket (a group's summary, or its one
+    entry) however many copies came before."""
+    rng = random.Random(3)
+    article = [rng.getrandbits(64) for _ in range(100)]
+    copies = [text_fetch(f"https://site{i}.example/p", article + [rng.getrandbits(64) for _ in range(30)], T0 + i)
+              for i in range(120)]
+    reads: dict[int, list[int]] = {}
+    for cap, core in ((0, UNCAPPED), (2, CAPPED)):
+        engine = Engine(core)
+        engine.index = store = CountingStore()
+        per_page = []
+        for f in copies:
+            before = store.read
+            engine.decide(f, now_ms=T0)
+            per_page.append(store.read - before)
+        reads[cap] = per_page
+    assert CAPPED.design.partial is not None
+    assert max(reads[2]) <= CAPPED.design.partial.bands * 2
+    assert sum(reads[0][-40:]) > 10 * sum(reads[2][-40:])
