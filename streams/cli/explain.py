@@ -178,7 +178,7 @@ def _fingerprints(result: Explanation) -> Group:
                      f"{c.shingles_a} and {c.shingles_b} distinct shingles (size classes {c.size_classes[0]} and "
                      f"{c.size_classes[1]}), {c.holder} can hold the other; containment bands with equal minima: "
                      f"{len(c.shared_bands)} of {c.bands}; threshold {c.threshold:.2f}: {named}")
-        if c.bucket_texts:
+        if c.bucket_texts and c.enabled:
             lines.append(f"  in a crawl a shared band counts only while its bucket holds at most {c.bucket_texts} "
                          "main texts (NEARDUP_CONTAINMENT_BUCKET_TEXTS): a text many pages share saturates it")
     return Group(*lines)

@@ -45,13 +45,13 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     events = generate_crawl(seed=21)
     third = len(events) // 3
     first, later, last = events[:third], events[third: 2 * third], events[2 * third:]
-    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75-p48-c50
+    pipeline.start_worker("a")  # NEARDUP_EXPECTED_PAGES 10^6: table design k3-b5-t10-l20x4-j75-p48-c50-s16
     pipeline.wait_balanced(["a"])
     pipeline.publish(first)
     pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in first}))
 
     other = Cluster(kafka_bootstrap, pipeline.prefix, pipeline.workdir,
-                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75-p48-c50
+                    worker_env={**WORKER_ENV, "NEARDUP_EXPECTED_PAGES": "1000"})  # k3-b4-t4-l20x4-j75-p48-c50-s16
     try:
         returncode = other.start_worker("b").wait(timeout=180)
     finally:
@@ -62,7 +62,8 @@ def test_a_worker_of_another_design_refuses_to_join_and_the_first_keeps_deciding
     assert len(refusals) == 1, log
     state_design, other_design = (Settings(partial_copies=True, expected_pages=n).core.design.name
                                   for n in (10**6, 1000))
-    assert (state_design, other_design) == ("k3-b5-t10-l20x4-j75-p48-c50", "k3-b4-t4-l20x4-j75-p48-c50")  # WORKER_ENV
+    assert (state_design, other_design) == (  # WORKER_ENV
+        "k3-b5-t10-l20x4-j75-p48-c50-s16", "k3-b4-t4-l20x4-j75-p48-c50-s16")
     assert (f"the table design is {state_design} in the state, {other_design} here "
             "(NEARDUP_EXPECTED_PAGES 1000000 there, 1000 here)") in refusals[0], refusals[0]
     assert "NEARDUP_APP_ID" in refusals[0]
