@@ -1,6 +1,7 @@
-"""Issue 25, a design not built: "saturated containment buckets are not evidence". A containment bucket
-(band, minimum) holding more than K distinct texts would be skipped by probes, and the pairs it found
-retracted unless another bucket of at most K texts supports them. This measures, for several K, bucket
+"""Issue 25, the model of a design built since (`NEARDUP_CONTAINMENT_BUCKET_TEXTS`, `index/bucket.py`,
+`_saturation`; its cost: `bench_partial_cost.py`): "saturated containment buckets are not evidence". A
+containment bucket (band, minimum) holding more than K distinct texts is skipped by probes, and the pairs it
+found are withdrawn unless another bucket of at most K texts supports them. This measures, for several K, bucket
 populations, the groups a page's probes would read, the labelled positives kept, saturations and their
 retraction work, and what happens to an article copied by many pages.
 
