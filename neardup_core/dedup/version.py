@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
+import msgpack
+
 from neardup_core.dedup.rank import Rank, rank_of
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.keys import VERSION_ID_BYTES
@@ -43,6 +45,13 @@ class PageVersion:
     @cached_property
     def rank(self) -> Rank:
         return rank_of(self.url, self.importance, self.fetched_at_ms, self.body_sha256)
+
+    @cached_property
+    def packed(self) -> bytes:
+        """`to_list()` in msgpack: the version as the index stores it (its record, its place in a group's
+        summary), made once per object: in the stream a page's record is written in every index partition
+        holding one of its tables, and one call's steps share the page's object."""
+        return msgpack.packb(self.to_list(), use_bin_type=True)
 
     def to_list(self) -> list[Any]:
         out = [self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256, self.simhash]

@@ -256,7 +256,7 @@ def removals_for(design: TableDesign, page: PageVersion) -> list[Probe]:
 
 
 def encode_page(page: PageVersion) -> bytes:
-    return msgpack.packb(page.to_list(), use_bin_type=True)
+    return page.packed
 
 
 DECODED_CACHE = 1 << 14
@@ -270,7 +270,11 @@ def decode_page(raw: bytes) -> PageVersion:
 
 
 def encode_summary(members: list[PageVersion]) -> bytes:
-    return msgpack.packb([m.to_list() for m in members], use_bin_type=True)
+    """A msgpack array of the members' `to_list()`, from their packed forms (`PageVersion.packed`)."""
+    return _ARRAY.pack_array_header(len(members)) + b"".join(m.packed for m in members)
+
+
+_ARRAY = msgpack.Packer(use_bin_type=True)
 
 
 def decode_summary(raw: bytes) -> list[PageVersion]:
