@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,25 +32,11 @@ import neardup_core.dedup.engine as engine_module
 from neardup_core.dedup.engine import Engine
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
-from neardup_core.index.keys import CONTAINMENT_KEY
 from neardup_core.settings import CoreSettings
-from neardup_core.store.memory import MemoryStore
 from neardup_core.testing.corpus import corpus_dir
+from neardup_core.testing.counting_store import ContainmentReadCounter
 
 NOW_MS = 1_800_000_000_000
-
-
-class CountingStore(MemoryStore):
-    """A memory store counting the items its scans of containment buckets yield."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read = 0
-
-    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        for item in super().scan(lo, hi):
-            self.read += lo[0] == CONTAINMENT_KEY
-            yield item
 
 
 @dataclass(frozen=True)
@@ -66,7 +52,7 @@ class Cost:
 
 def measure(fetches: list[Fetch], settings: CoreSettings) -> Cost:
     engine = Engine(settings)
-    engine.index = store = CountingStore()
+    engine.index = store = ContainmentReadCounter()
     spent = [0.0]
     probe_batch: Callable[..., Any] = engine_module.probe_batch
 

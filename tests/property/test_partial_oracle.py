@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +18,9 @@ from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.minhash import minhash
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.keys import CONTAINMENT_KEY
 from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
-from neardup_core.store.memory import MemoryStore
+from neardup_core.testing.counting_store import ContainmentReadCounter
 from neardup_core.testing.oracle import exact_containments, oracle_partials, rule_problems
 
 K = 3
@@ -225,19 +223,6 @@ def test_the_cap_withdraws_pairs_found_before_their_buckets_filled() -> None:
     assert differs >= 2 and withdrawn >= 1
 
 
-class CountingStore(MemoryStore):
-    """A memory store that counts the items its scans of containment buckets yield."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read = 0
-
-    def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
-        for item in super().scan(lo, hi):
-            self.read += lo[0] == CONTAINMENT_KEY
-            yield item
-
-
 def test_the_cap_bounds_the_index_reads_of_a_widely_copied_text() -> None:
     """An article copied into 120 pages: with no cap, a copy's containment probes read every earlier copy in
     the buckets they share; with a cap of 2, at most 2 texts per bucket (a group's summary, or its one
@@ -249,7 +234,7 @@ def test_the_cap_bounds_the_index_reads_of_a_widely_copied_text() -> None:
     reads: dict[int, list[int]] = {}
     for cap, core in ((0, UNCAPPED), (2, CAPPED)):
         engine = Engine(core)
-        engine.index = store = CountingStore()
+        engine.index = store = ContainmentReadCounter()
         per_page = []
         for f in copies:
             before = store.read
