@@ -125,10 +125,8 @@ def shared_minimum(a: PageVersion, b: PageVersion, bands: int) -> int | None:
         return None
     if abs(size_class(a.shingles) - size_class(b.shingles)) > MAX_SIZE_CLASSES:
         return None
-    n = min(bands, len(a.minima) // 4, len(b.minima) // 4)
-    equal = np.frombuffer(a.minima, "<u4", n) == np.frombuffer(b.minima, "<u4", n)
-    first = int(equal.argmax()) if n else 0
-    return first if n and equal[first] else None
+    shared = shared_minima(a, b, bands)
+    return (shared & -shared).bit_length() - 1 if shared else None
 
 
 def shared_minima(a: PageVersion, b: PageVersion, bands: int) -> int:

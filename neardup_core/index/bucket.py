@@ -74,6 +74,7 @@ from neardup_core.index.keys import (
     containment_bucket_range,
     containment_group_key,
     containment_read_from,
+    containment_read_to,
     exact_bucket_range,
     exact_group_key,
     expiry_key,
@@ -374,8 +375,9 @@ def _scope(probe: Probe, whole: bool = False) -> tuple[bool, tuple[bytes, bytes]
     if probe.table in (TEXT_TABLE, BODY_TABLE):
         return True, group_range(probe.group), 0
     if is_containment_table(probe.table):
-        classes = EVERY_CLASS if whole else size_classes(probe.page)
-        return True, (containment_read_from(probe.lo, classes), probe.hi), 0
+        if whole:
+            return True, (containment_read_from(probe.lo, EVERY_CLASS), containment_read_to(probe.lo, EVERY_CLASS)), 0
+        return True, (containment_read_from(probe.lo, size_classes(probe.page)), probe.hi), 0
     if is_band_table(probe.table):
         return True, (probe.lo, probe.hi), 0
     return False, (probe.lo, probe.hi), permuted_of_key(probe.group)
@@ -624,9 +626,7 @@ def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, revisio
     marked = store.get(probe.lo)
     if marked is not None and marked[len(SATURATED):] != vid:
         return bit, []
-    bucket, hi = containment_bucket_range(probe.table - design.partial.tables.start,
-                                          int.from_bytes(probe.lo[2:CONTAINMENT_BUCKET_BYTES], "big"), EVERY_CLASS)
-    groups = _candidate_groups(store, Probe(probe.table, bucket, hi, probe.group, probe.page), k, whole=True)
+    groups = _candidate_groups(store, probe, k, whole=True)
     if marked is None:
         if any(group == probe.group for group, _ in groups) or len(groups) < design.partial.bucket_texts:
             return 0, groups

@@ -85,12 +85,17 @@ def containment_bucket_range(band: int, minimum: int, classes: range) -> tuple[b
     upper bound of its entries whose size class is below `classes.stop`; a probe reads from
     `containment_read_from` (its lowest class), not from the bucket's start."""
     bucket = bytes((CONTAINMENT_KEY, band)) + minimum.to_bytes(4, "big")
-    return bucket, bucket + bytes((min(255, classes.stop),))
+    return bucket, containment_read_to(bucket, classes)
 
 
 def containment_read_from(bucket: bytes, classes: range) -> bytes:
     """Where a probe of `bucket` reading the size classes `classes` starts."""
     return bucket[:CONTAINMENT_BUCKET_BYTES] + bytes((classes.start,))
+
+
+def containment_read_to(bucket: bytes, classes: range) -> bytes:
+    """Where a probe of `bucket` reading the size classes `classes` stops (exclusive)."""
+    return bucket[:CONTAINMENT_BUCKET_BYTES] + bytes((min(255, classes.stop),))
 
 
 def is_containment_table(table: int) -> bool:
