@@ -5,7 +5,7 @@ the RocksDB size, Kafka's cost of the round, and the recovery time of a worker o
     python bench/bench_changelog.py [--scale 1] [--corpus-limit 150] [--sizes 1,2] [--partitions 4]
                                     [--corpus DIR | --no-corpus] [--results bench/RESULTS.md]
 
-One local broker (`streams.devcluster.start_broker`), and per crawl size a fresh app on it (its own topic
+One local broker (`streams.dev.start_broker`), and per crawl size a fresh app on it (its own topic
 prefix and app id, `--partitions` partitions) with one worker (`NEARDUP_EXTRACT_PROCESSES=1`). Size k of
 `--sizes` is the generated crawl at `k x --scale` (`generate_crawl`, ~343 pages per scale) with `k x
 --corpus-limit` real corpus pages (`pages.fetched` events with their manifest URL, raw bytes as
@@ -32,7 +32,7 @@ After each round:
   the cleaner removed), records and distinct keys.
   Headers (the writer generation, a `gen` header of 4-6 bytes per record; 26 bytes before 2026-12-04
   15:30) are left out of both. The changelogs roll
-  64 MiB segments in production (`streams.topics.CHANGELOG_SEGMENT_BYTES`), and Kafka compacts closed
+  64 MiB segments in production (`streams.kafka.topics.CHANGELOG_SEGMENT_BYTES`), and Kafka compacts closed
   segments only, so at these sizes nothing would be compacted; the bench sets `--segment-bytes` (1 MiB)
   and `min.cleanable.dirty.ratio` 0.1 on them, and waits `--cleaner-wait` seconds after each round (the
   local broker's cleaner backs off 1 s) so that the recovery reads what a long-running changelog would
@@ -90,8 +90,8 @@ from stream_procfs import descendants, proc_stat
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.testing.corpus import has_corpus
 from neardup_core.timefmt import rfc3339_to_ms
-from streams.devcluster import Broker, Cluster, ClusterError, start_broker, stop_broker
-from streams.stores import GENERATION_KEY
+from streams.dev import Broker, Cluster, ClusterError, start_broker, stop_broker
+from streams.state.stores import GENERATION_KEY
 
 ROUNDS = 3
 DAY_MS = 86_400_000

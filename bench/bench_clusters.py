@@ -12,7 +12,7 @@ the decision lines per URL (the most any URL got, and the total over n) and the 
 of the larger size to the smaller: linear growth gives about the size ratio (4x for 250 -> 1,000),
 quadratic its square (16x). With `--before DIR` the same runs are made with another checkout in
 the same run, for a before/after table. With `--stream` the clusters also go through one worker on a
-local broker (`streams.devcluster`, 8 partitions), timed from the first publish to the last URL's
+local broker (`streams.dev`, 8 partitions), timed from the first publish to the last URL's
 complete decision.
 
     python bench/bench_clusters.py --sizes 250 1000 [--before /tmp/before] [--stream]
@@ -32,7 +32,7 @@ from pathlib import Path
 import orjson
 from common import REPO, Table, append_results
 
-from streams.devcluster import Cluster, all_complete, start_broker, stop_broker
+from streams.dev import Cluster, all_complete, start_broker, stop_broker
 
 PAGE = ("<html><head><title>Not found</title></head><body><div id='nav'><a href='/'>Home</a> "
         "<a href='/news'>News</a></div><div id='main'><h1>We could not find that page</h1>"

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streams.devcluster import Cluster  # noqa: E402
+from streams.dev import Cluster  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:

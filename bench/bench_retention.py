@@ -16,7 +16,7 @@ Live keys are counted too. With retention the state after 3 windows should be ab
 without, about 3x.
 
 With `--stream`, the same windows also go to one worker per setting on a local broker
-(`streams.devcluster`, 4 partitions, both apps on one broker): after each window, once every page of
+(`streams.dev`, 4 partitions, both apps on one broker): after each window, once every page of
 it has its complete decision, the worker is stopped (SIGTERM), its data dir measured as above (each of
 Faust's per-partition RocksDBs, a copy compacted) and the worker started again; the changelog topics'
 bytes on the broker (their `.log` segments) are measured too.
@@ -116,7 +116,7 @@ def changelog_bytes(broker_dir: Path, app_id: str) -> int:
 def stream_rows(windows: list[list[dict]], window_days: float, root: Path
                 ) -> dict[str, list[tuple[int, int, int, int]]]:
     """Per setting, after each window: (compacted, as left, keys, changelog bytes) of one worker."""
-    from streams.devcluster import Cluster, start_broker, stop_broker
+    from streams.dev import Cluster, start_broker, stop_broker
 
     broker = start_broker(root / "kafka")
     rows: dict[str, list[tuple[int, int, int, int]]] = {"off": [], "on": []}

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.common import machine  # noqa: E402
-from streams.devcluster import Cluster, start_broker, stop_broker  # noqa: E402
+from streams.dev import Cluster, start_broker, stop_broker  # noqa: E402
 from tests.functional.test_scrapy_loop_crawl import FOLLOW_NO_HOLD  # noqa: E402
 from tests.integration.checks import WORKER_ENV  # noqa: E402
 from tests.integration.site_crawl import CrawlResult, run_crawl, savings_table  # noqa: E402

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from common import BENCH_DIR, Table, append_results, say
 
-from streams.devcluster import Cluster, start_broker, stop_broker
+from streams.dev import Cluster, start_broker, stop_broker
 from tests.integration.checks import WORKER_ENV
 from tests.reliability.soak import Soak, SoakPlan, SoakResult, summary
 

@@ -12,7 +12,7 @@ Before and after a change, on one broker in one run (`git worktree add /tmp/befo
         --out bench/results/stream-round3.md
 
 `--code LABEL=DIR` (repeatable; default `this=` this checkout) runs the workers and `topics create` from
-that checkout (its working directory, first on PYTHONPATH; `streams.devcluster.Cluster(code=DIR)`), so
+that checkout (its working directory, first on PYTHONPATH; `streams.dev.Cluster(code=DIR)`), so
 each code creates the topics and tables it needs. The whole sequence runs for each code in turn, the
 codes alternating between `--repeat`s so that they see the same machine load. `--scan` also runs
 `neardup scan` of exactly the same events (written once as JSONL) from each code's checkout, as a
@@ -89,7 +89,7 @@ from stream_phase import Phase, run_phase_retrying
 from stream_report import Runs, Scans, checkout_state, code_comparison, phase_rows, report
 from stream_scan import run_scan, write_events
 
-from streams.devcluster import ClusterError, start_broker, stop_broker
+from streams.dev import ClusterError, start_broker, stop_broker
 
 DEFAULT_OUT = REPO / "bench" / "results" / "stream.md"
 

@@ -28,7 +28,7 @@ from stream_procfs import Sampler, cpu_snapshot, cpu_usage, memory_of
 from stream_profile import start_py_spy, stop_py_spy
 
 from neardup_core.timefmt import rfc3339_to_ms
-from streams.devcluster import Cluster, Decision, WorkerExited, keep_latest
+from streams.dev import Cluster, Decision, WorkerExited, keep_latest
 
 GATHER_KINDS = {"F": "fetch", "A": "answer", "R": "revision", "T": "tick"}
 

@@ -20,7 +20,7 @@ from common import say
 from stream_input import Event
 from stream_phase import settings_env
 
-from streams.devcluster import latest_by_url
+from streams.dev import latest_by_url
 
 OWN_RATE = re.compile(r"pages per second\D*([\d.]+)")
 

@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from streams import records  # noqa: E402
+from streams.kafka import records  # noqa: E402
 
 
 def read_series(bootstrap: str, prefix: str) -> dict[str, list[tuple[int, int]]]:

@@ -1,13 +1,13 @@
 """The Faust app: its topics and tables, and the agents, timers and pages registered on them.
 
-What each agent does lives in `streams.agents`, the web views in `streams.web`; this module only
+What each agent does lives in `streams.agents`, the web views in `streams.web.views`; this module only
 wires them. Every stateful agent runs at concurrency 1 on its own partitions. Delivery is
 at-least-once: each take's sends and changelog records are acknowledged by the broker before its
-local state is written and its input acknowledged (`streams.commit`), and every state change is
+local state is written and its input acknowledged (`streams.state.commit`), and every state change is
 idempotent and monotone, so a replay re-sends at most equal messages.
 
 `create_app` asks the broker nothing: the worker command reads the partition count of the
-internal topics first (`streams.admin.internal_partitions`) and passes it in.
+internal topics first (`streams.kafka.admin.internal_partitions`) and passes it in.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from aiokafka.helpers import create_ssl_context
 from faust.types import TP, ConsumerT, TableT, TopicT
 from mode.utils.queues import ThrowableQueue
 
-from streams import status
 from streams.agents import Agents, Tables, Topics
-from streams.metrics import measure_lag
-from streams.redelivery import FetchLimits, RedeliveringConsumer, RedeliveringQueue, parse_drops
+from streams.kafka.redelivery import FetchLimits, RedeliveringConsumer, RedeliveringQueue, parse_drops
+from streams.kafka.topics import table_names
 from streams.settings import Settings
-from streams.stores import STORE_URL
-from streams.topics import table_names
-from streams.web import add_pages
+from streams.state.stores import STORE_URL
+from streams.web import status
+from streams.web.metrics import measure_lag
+from streams.web.views import add_pages
 
 # aiokafka sends one batch per partition per request: a take's changelog records for one partition
 # (hundreds of small records) go in one or a few batches of up to this size instead of 16 KiB ones.
@@ -37,7 +37,7 @@ TABLE_CACHE_BYTES = 32 * 1024 * 1024  # RocksDB block cache per partition store 
 
 
 class NeardupApp(faust.App):
-    """A Faust app whose consumer fetches again what Faust's would drop (`streams.redelivery`).
+    """A Faust app whose consumer fetches again what Faust's would drop (`streams.kafka.redelivery`).
     `App._new_consumer` is Faust's private factory: the one place its consumer class can be chosen;
     `App.FlowControlQueue` the public one of the queues a flow resume clears."""
 
@@ -99,7 +99,7 @@ def broker_credentials(settings: Settings) -> Any:
 
 
 def raw_topic(app: faust.App, name: str, partitions: int | None = None) -> TopicT:
-    """A topic of raw bytes keys and values (`streams.records` and `neardup_core.messages` encode them)."""
+    """A topic of raw bytes keys and values (`streams.kafka.records` and `neardup_core.messages` encode them)."""
     return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
                      partitions=partitions)
 

@@ -175,7 +175,7 @@ class Settings:
     loaded machine a scan at nice 10 ran at about half its quiet speed); raise it to make a scan yield."""
     index_processes: int = _env("NEARDUP_INDEX_PROCESSES", min(2, os.cpu_count() or 1), _int)
     """Processes for the index step, each with its share of the index partitions, reading a replica
-    of the index table (`streams/index_process.py`); 0 = in the event loop. Two by default (one on a
+    of the index table (`streams/processes/index.py`); 0 = in the event loop. Two by default (one on a
     one-core machine): at full rate one process ran the last take of a burst (about 1,700 pages) alone
     while a core was idle; two ran the stream bench at 8 partitions 1.09x faster at the same CPU per
     page (bench/RESULTS.md, session 19), for about 90 MiB more per worker."""
@@ -183,7 +183,7 @@ class Settings:
     """How long the group waits for a silent worker before giving its partitions to others."""
     stall_check_s: float = _env("NEARDUP_STALL_CHECK_S", 10.0, _float)
     """How often the worker looks for stream partitions it holds records of that nothing processes (fetched
-    and dropped by its Kafka client library, `streams.redelivery`): one unchanged over two looks is read
+    and dropped by its Kafka client library, `streams.kafka.redelivery`): one unchanged over two looks is read
     again from its committed offset; 0 = never."""
     fault_drop_fetched: str = _env("NEARDUP_FAULT_DROP_FETCHED", "")
     """For tests only: `topic:partition:offset[,...]` (the topic without the prefix), records the worker's
@@ -358,7 +358,7 @@ OTHER_VARIABLES = {
     "NEARDUP_TOPICS": "bench", "NEARDUP_CI_TIMEOUT": ".ci/run", "NEARDUP_CI_KAFKA4": ".ci/run",
     "NEARDUP_CI_KAFKA4_TIMEOUT": ".ci/run", "NEARDUP_CI_LOG_DIR": ".ci/run", "NEARDUP_CI_LINT_TIMEOUT": ".ci/run",
     "NEARDUP_CI_DOCS_TIMEOUT": ".ci/run",
-    **{f"NEARDUP_{name}": "the Scrapy loop (streams/scrapy_loop.py)" for name in (
+    **{f"NEARDUP_{name}": "the Scrapy loop (streams/scrapy/)" for name in (
         "MODE", "STATE_DIR", "APPLY_RULES", "APPLY_BUDGET", "TRAP_PENALTY", "PRIORITY_STEP", "DUPLICATE_ITEMS",
         "FOLLOW_DUPLICATES", "ITEM_HOLD_S", "DECISION_WAIT_S")},
 }

@@ -2,7 +2,7 @@
 
 Fixtures:
 
-- ``kafka_broker`` / ``kafka_bootstrap`` (session): the broker (a `streams.devcluster.Broker`), and its
+- ``kafka_broker`` / ``kafka_bootstrap`` (session): the broker (a `streams.dev.Broker`), and its
   address ``"127.0.0.1:N"``. With ``NEARDUP_TEST_BROKER=host:port`` the tests use that running broker;
   otherwise ``deploy/local-kafka`` starts one on a free port in a temporary directory and stops it when
   the session ends (also when tests fail or the run is interrupted with Ctrl-C). Without Java the tests
@@ -10,7 +10,7 @@ Fixtures:
   started" line are printed in the terminal summary, so a CI log shows which broker the tests talked to.
 - ``unique_prefix`` (function): a topic prefix / Faust app id / group id unique to one test, so tests can
   share a broker without seeing each other's topics and consumer groups.
-- ``pipeline`` (function): a `streams.devcluster.Cluster` under ``unique_prefix`` on the broker, with its
+- ``pipeline`` (function): a `streams.dev.Cluster` under ``unique_prefix`` on the broker, with its
   topics created and the test workers' settings (``tests/integration/checks.py``); its workers are
   stopped when the test ends.
 
@@ -31,7 +31,7 @@ import pytest
 # the G1-G3 checks assert outside the test modules: rewrite them for pytest's detailed failure messages
 pytest.register_assert_rewrite("tests.integration.checks")
 
-from streams.devcluster import (  # noqa: E402
+from streams.dev import (  # noqa: E402
     READY_LINE,
     Broker,
     Cluster,

@@ -47,7 +47,7 @@ def open_state(state_dir: Path | None, settings: CoreSettings) -> tuple[Store, S
 
     state_dir.mkdir(parents=True, exist_ok=True)
     meta_path = state_dir / META_FILE
-    meta = state_settings(settings)  # what the stream records per app id too (streams/admin.py)
+    meta = state_settings(settings)  # what the stream records per app id too (streams/kafka/admin.py)
     if meta_path.exists():
         differences = state_differences(json.loads(meta_path.read_text()), meta)
         if differences:

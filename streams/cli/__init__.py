@@ -106,7 +106,7 @@ def scan(
 
     from neardup_core.dedup.engine import StateMismatch
     from streams.cli.scan import EVENT_EXAMPLE, InputProblem, OutputClash, check_inputs, run_scan
-    from streams.pool import tune_collector
+    from streams.processes.pool import tune_collector
 
     settings = load()
     tune_collector()
@@ -150,9 +150,9 @@ def worker(
     code 2) when its state settings differ from those its app id's state was built with."""
     from faust.worker import Worker
 
-    from streams.admin import StateSettingsDiffer, check_state_settings, create_changelogs, internal_partitions
     from streams.app import create_app
-    from streams.pool import tune_collector
+    from streams.kafka.admin import StateSettingsDiffer, check_state_settings, create_changelogs, internal_partitions
+    from streams.processes.pool import tune_collector
 
     settings = load()
     partitions = internal_partitions(settings)  # the partitions of the topics on the broker
@@ -176,7 +176,7 @@ def topics_create(
     = None,
 ) -> None:
     """Create all topics with their partitions, compaction and retention (existing ones are kept)."""
-    from streams.admin import create_topics
+    from streams.kafka.admin import create_topics
 
     settings = load()
     count = partitions or settings.partitions or 8
@@ -187,7 +187,7 @@ def topics_create(
 @topics_app.command("list")
 def topics_list() -> None:
     """The topics neardup uses and what each carries."""
-    from streams.topics import settings_spec, topic_specs
+    from streams.kafka.topics import settings_spec, topic_specs
 
     settings = load()
     for spec in [*topic_specs(settings), settings_spec(settings)]:

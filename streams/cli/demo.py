@@ -22,7 +22,7 @@ from neardup_core.ingest.files import RawEvent
 from neardup_core.testing.synthetic import generate_crawl
 from streams.cli.publish import publish_events
 from streams.cli.tail import read_topic
-from streams.devcluster import (
+from streams.dev import (
     Cluster,
     ClusterError,
     Record,

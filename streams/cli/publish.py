@@ -51,7 +51,7 @@ def publish_events(settings: Settings, events: list[RawEvent] | None = None, fil
                    progress: bool = True) -> PublishResult:
     from confluent_kafka import KafkaError, Message, Producer
 
-    from streams.admin import check_broker
+    from streams.kafka.admin import check_broker
 
     if settings.topic("pages.fetched") not in check_broker(settings):
         raise SystemExit(f"topic {settings.topic('pages.fetched')} does not exist on {settings.broker}: "

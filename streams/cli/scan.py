@@ -24,8 +24,8 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.ingest.files import FileError, RawEvent, count_events, is_warc, looks_like_html, read_inputs
 from neardup_core.messages import Rejection
 from neardup_core.settings import CoreSettings
-from streams.pool import apply_each, chunks_for, extraction_pool
-from streams.report import ScanReport, settings_rows, write_report
+from streams.cli.report import ScanReport, settings_rows, write_report
+from streams.processes.pool import apply_each, chunks_for, extraction_pool
 from streams.settings import Settings
 
 

@@ -32,7 +32,7 @@ def read_topic(settings: Settings, what: str, *, idle_s: float | None = None, fr
     """(key, value) of each message until `idle_s` pass without one (forever when None)."""
     from confluent_kafka import Consumer, KafkaError
 
-    from streams.admin import check_broker
+    from streams.kafka.admin import check_broker
 
     if what not in TOPICS:
         raise SystemExit(f"unknown topic {what!r}: choose one of {', '.join(TOPICS)}")

@@ -163,9 +163,10 @@ class MemoryKafka:
 
     def _finishing(self) -> bool:
         """Whether an agent still commits a batch its stream is done with (the fingerprint agent finishes
-        a batch in the background while it takes the next: `Agents.finishing`)."""
+        a batch in the background while it takes the next: `FingerprintStage.finishing`)."""
         for agent in self.app.agents.values():
-            pending = getattr(getattr(agent.fun, "__self__", None), "finishing", None)
+            owner = getattr(agent.fun, "__self__", None)  # `streams.agents.Agents`
+            pending = getattr(getattr(owner, "fingerprint_stage", None), "finishing", None)
             if isinstance(pending, asyncio.Future) and not pending.done():
                 return True
         return False

@@ -17,7 +17,8 @@ from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probes_for
 from neardup_core.index.keys import EXPIRY_HEADER, version_record_key
 from neardup_core.store.memory import MemoryStore
-from streams import metrics, records
+from streams.kafka import records
+from streams.web import metrics
 from tests.functional.memory_kafka import MemoryKafka
 from tests.functional.test_agents import PARTITIONS, agents_of, article, in_memory, latest, publish, settings_for
 

@@ -26,12 +26,13 @@ from neardup_core.index.bucket import probes_for
 from neardup_core.testing.oracle import oracle_from_fetches, rule_problems
 from neardup_core.testing.synthetic import generate_crawl_with_truth
 from neardup_core.timefmt import ms_to_rfc3339
-from streams import metrics, records
-from streams.agents import ALL_PENDING, Agents
+from streams.agents import ALL_PENDING, Agents, FingerprintStage
 from streams.app import PRODUCER_BATCH_BYTES, create_app
-from streams.commit import Take
+from streams.kafka import records
 from streams.settings import Settings
-from streams.stores import PrefixRocksStore, scan_partition
+from streams.state.commit import Take
+from streams.state.stores import PrefixRocksStore, scan_partition
+from streams.web import metrics
 from tests.functional.memory_kafka import MemoryKafka
 
 T = TypeVar("T")
@@ -454,24 +455,24 @@ def test_a_batch_is_acknowledged_after_its_commit_while_the_next_is_extracted(tm
     release = asyncio.Event()
     extracted: list[int] = []
     finished: list[list[faust.types.EventT]] = []
-    commit, jobs, finish = Take.commit, Agents._fingerprint_jobs, Agents._finish_batch
+    commit, jobs, finish = Take.commit, FingerprintStage._fingerprint_jobs, FingerprintStage._finish_batch
 
     async def held_commit(self: Take) -> None:
         if any(name.endswith("neardup.gather") for name, _ in self.outputs) and not release.is_set():
             await release.wait()  # the first fingerprint batch's commit, until the test lets it go
         await commit(self)
 
-    async def counted_jobs(self: Agents, batch: list[Any]) -> list[Any]:
+    async def counted_jobs(self: FingerprintStage, batch: list[Any]) -> list[Any]:
         extracted.append(len(batch))
         return await jobs(self, batch)
 
-    async def recorded_finish(self: Agents, take: Take, events: Any, *args: Any) -> None:
+    async def recorded_finish(self: FingerprintStage, take: Take, events: Any, *args: Any) -> None:
         finished.append(list(events))
         await finish(self, take, events, *args)
 
     monkeypatch.setattr(Take, "commit", held_commit)
-    monkeypatch.setattr(Agents, "_fingerprint_jobs", counted_jobs)
-    monkeypatch.setattr(Agents, "_finish_batch", recorded_finish)
+    monkeypatch.setattr(FingerprintStage, "_fingerprint_jobs", counted_jobs)
+    monkeypatch.setattr(FingerprintStage, "_finish_batch", recorded_finish)
 
     async def scenario(kafka: MemoryKafka) -> tuple[list[bool], list[int], list[bool], dict[str, dict[str, Any]]]:
         publish(kafka, first)

@@ -1,4 +1,4 @@
-"""The commit protocol of a take (`streams.commit`), in process (`tests/functional/memory_kafka.py`): nothing
+"""The commit protocol of a take (`streams.state.commit`), in process (`tests/functional/memory_kafka.py`): nothing
 reaches a partition's RocksDB before its changelog records are acknowledged, the local write carries the
 changelog offset and the writer's generation, recovery skips a stalled writer's records, and a record
 the worker cannot process becomes one dead letter while the rest of its take is decided."""
@@ -14,8 +14,14 @@ import orjson
 import pytest
 from faust.types import TP, Message
 
-from streams.commit import Take
-from streams.stores import GENERATION_HEADER, GENERATION_KEY, PrefixRocksStore, generation_bytes, record_generation
+from streams.state.commit import Take
+from streams.state.stores import (
+    GENERATION_HEADER,
+    GENERATION_KEY,
+    PrefixRocksStore,
+    generation_bytes,
+    record_generation,
+)
 from tests.functional.memory_kafka import MemoryKafka
 from tests.functional.test_agents import (
     GATHER,

@@ -19,8 +19,8 @@ from neardup_core.settings import CoreSettings
 from neardup_core.store.memory import MemoryStore
 from neardup_core.store.overlay import Overlay
 from neardup_core.store.rocks import RocksStore, rocks_options
-from streams import records
-from streams.index_process import IndexOutcome, IndexProcess, IndexStepFailed, index_step
+from streams.kafka import records
+from streams.processes.index import IndexOutcome, IndexProcess, IndexStepFailed, index_step
 
 CORE = CoreSettings()
 PARTITIONS = 4
@@ -237,7 +237,7 @@ def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_s
     answers and revisions that the same steps give alone; the page is decoded once and the rule asked
     once per pair across the partitions, not once per partition."""
     from neardup_core.index.bucket import Probe
-    from streams.index_process import SharedStep, _probe_step
+    from streams.processes.index import SharedStep, _probe_step
 
     pages = [page(f"https://site{i}.example/a/{'x' * i}", body, at) for i, (body, at) in
              enumerate([("a", 0), ("b", 1), ("a", 2), ("a", 3), ("b", 4), ("c", 5)])]

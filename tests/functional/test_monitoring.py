@@ -1,6 +1,6 @@
 """The monitoring files against the worker: `deploy/prometheus/alerts.yml` passes `promtool check rules`
 and fires each alert in `promtool test rules`, and every metric name in it and in
-`deploy/grafana/neardup.json` is one a worker exports (`streams.metrics.REGISTRY`, with the suffixes
+`deploy/grafana/neardup.json` is one a worker exports (`streams.web.metrics.REGISTRY`, with the suffixes
 prometheus_client adds); the metric table of docs/monitoring.md lists exactly those metrics.
 
 promtool is Debian's `prometheus` package (`.ci/run` installs it): without it the promtool tests skip
@@ -24,7 +24,7 @@ import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams import metrics
+from streams.web import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"

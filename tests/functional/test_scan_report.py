@@ -21,7 +21,7 @@ from PIL import Image
 
 from neardup_core.hosts.urls import url_identity
 from neardup_core.testing.synthetic import TRAP, generate_crawl
-from streams.report import MAX_CLUSTERS, MAX_MEMBERS
+from streams.cli.report import MAX_CLUSTERS, MAX_MEMBERS
 from tests.browser import docs_screenshot, render
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -217,12 +217,12 @@ def test_publish_sends_what_scan_reads_and_reports_bad_files(scanned: dict[str, 
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import confluent_kafka
 
-    import streams.admin
+    import streams.kafka.admin
     from streams.cli.publish import publish_files
 
     settings = load()
     monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
-    monkeypatch.setattr(streams.admin, "check_broker", lambda _: {settings.topic("pages.fetched")})
+    monkeypatch.setattr(streams.kafka.admin, "check_broker", lambda _: {settings.topic("pages.fetched")})
     FakeProducer.sent = []
     result = publish_files(settings, scanned["files"], progress=False)
     inputs = list(read_inputs(scanned["files"]))

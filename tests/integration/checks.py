@@ -16,7 +16,7 @@ from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.hosts.urls import url_identity
 from neardup_core.testing.oracle import oracle_partials, rule_problems
 from streams.cli.scan import run_scan
-from streams.devcluster import Cluster, ClusterError, Record, latest_by_url
+from streams.dev import Cluster, ClusterError, Record, latest_by_url
 from streams.settings import Settings
 
 K = 3

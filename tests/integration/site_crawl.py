@@ -63,8 +63,8 @@ def crawl_settings(mode: str, items: Path, broker: str | None = None, topic_pref
     if mode == "plain":
         return settings
     settings |= {
-        "DOWNLOADER_MIDDLEWARES": {"streams.scrapy_loop.NeardupFrontier": 590},
-        "SPIDER_MIDDLEWARES": {"streams.scrapy_loop.NeardupItems": 590},
+        "DOWNLOADER_MIDDLEWARES": {"streams.scrapy.NeardupFrontier": 590},
+        "SPIDER_MIDDLEWARES": {"streams.scrapy.NeardupItems": 590},
         "NEARDUP_MODE": mode,
     }
     if mode == "kafka":

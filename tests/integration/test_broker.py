@@ -21,10 +21,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from streams.devcluster import LOCAL_KAFKA
+from streams.dev import LOCAL_KAFKA
 
 if TYPE_CHECKING:
-    from streams.devcluster import Broker
+    from streams.dev import Broker
 
 pytestmark = pytest.mark.timeout(300)
 

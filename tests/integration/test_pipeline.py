@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, Record, all_complete
-from streams.records import partition_of
+from streams.dev import Cluster, Record, all_complete
+from streams.kafka.records import partition_of
 from tests.integration.checks import MAX_BODY, WORKER_ENV, check_g1_g3
 
 
@@ -121,7 +121,7 @@ def test_input_published_while_the_workers_are_still_joining(pipeline: Cluster) 
     pipeline.publish(events[len(events) // 2:])  # while the group rebalances
     decisions = pipeline.read_until("dedup.decisions", all_complete({e["url"] for e in events}), timeout_s=360)
     check_g1_g3(pipeline, events, decisions)
-    # no record was dropped here: the consumer's hold on fetched, unacknowledged records (streams.redelivery)
+    # no record was dropped here: the consumer's hold on fetched, unacknowledged records (streams.kafka.redelivery)
     # must not take the partitions the rebalance moved, whose acknowledgements Faust forgets, for such
     for name in ("a", "b"):
         assert "was fetched and not acknowledged" not in pipeline.logs[name].read_text()

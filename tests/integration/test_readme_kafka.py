@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.devcluster import free_port
+from streams.dev import free_port
 from tests.functional.test_docs import blocks, section
 
 pytestmark = pytest.mark.broker

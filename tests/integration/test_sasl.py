@@ -18,7 +18,15 @@ import orjson
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Broker, BrokerUnavailable, Cluster, ClusterError, all_complete, start_broker, stop_broker
+from streams.dev import (
+    Broker,
+    BrokerUnavailable,
+    Cluster,
+    ClusterError,
+    all_complete,
+    start_broker,
+    stop_broker,
+)
 from streams.settings import Settings
 from tests.integration.checks import WORKER_ENV, check_g1_g3
 
@@ -150,9 +158,9 @@ def test_the_scrapy_loop_kafka_mode_names_a_refused_login(sasl_broker: Broker,
     """The Kafka mode's consumer of decisions and host signals, with a wrong password: the refused
     login logged once, in the same words, instead of a crawl that waits for decisions that never come."""
     pytest.importorskip("scrapy")
-    from streams.scrapy_loop import KafkaSource
+    from streams.scrapy import KafkaSource
 
-    with caplog.at_level(logging.ERROR, logger="streams.scrapy_loop"):
+    with caplog.at_level(logging.ERROR, logger="streams.scrapy"):
         source = KafkaSource(client_settings(sasl_broker, "wrong-password"), on_decision=lambda _: None)
         try:
             deadline = time.monotonic() + 60

@@ -30,7 +30,7 @@ import orjson
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, Record, all_complete, latest_by_url
+from streams.dev import Cluster, Record, all_complete, latest_by_url
 from tests.integration.checks import check_g1_g3, scan_decisions
 
 ROOT = Path(__file__).resolve().parents[2]

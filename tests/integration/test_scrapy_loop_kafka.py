@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streams.devcluster import Cluster
+from streams.dev import Cluster
 from tests.functional.test_scrapy_loop_crawl import copies
 from tests.integration.site_crawl import run_crawl, savings_table
 

@@ -14,8 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.admin import StateSettingsDiffer, check_state_settings
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
+from streams.kafka.admin import StateSettingsDiffer, check_state_settings
 from streams.settings import Settings
 from tests.integration.checks import WORKER_ENV
 

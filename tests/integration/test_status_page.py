@@ -20,8 +20,8 @@ import lxml.html
 import orjson
 
 from neardup_core.testing.synthetic import TRAP, generate_crawl
-from streams.devcluster import Cluster, all_complete
-from streams.status import RECENT_REJECTIONS, histogram_quantile, reason_kind
+from streams.dev import Cluster, all_complete
+from streams.web.status import RECENT_REJECTIONS, histogram_quantile, reason_kind
 from tests.browser import render, screenshot
 from tests.integration.test_pipeline import bad_events
 

@@ -16,7 +16,7 @@ import pytest
 from neardup_core.hosts.urls import url_identity
 from neardup_core.testing.corpus import corpus_dir, has_corpus, page_bytes, read_manifest
 from neardup_core.testing.synthetic import CRAWL_START
-from streams.devcluster import Cluster, ClusterError
+from streams.dev import Cluster, ClusterError
 
 PRODUCER_LIMIT = 1_000_000
 """What every record a worker sends must stay under (key and value): aiokafka's `max_request_size`
@@ -58,7 +58,7 @@ def changelog_topics(cluster: Cluster) -> list[str]:
     on or off, as their environment says: the index's name has the containment tables)."""
     import dataclasses
 
-    from streams.topics import changelog_specs
+    from streams.kafka.topics import changelog_specs
 
     partial = cluster.worker_env.get("NEARDUP_PARTIAL_COPIES", "0") not in ("", "0", "false", "no", "off")
     return [spec.name for spec in changelog_specs(dataclasses.replace(cluster.settings, partial_copies=partial))]
@@ -116,7 +116,7 @@ def cpu_ticks(pid: int) -> int:
 
 
 def extraction_processes(worker_pid: int) -> list[int]:
-    """The worker's extraction-pool processes: its children forked from it (`streams.pool`: a fork
+    """The worker's extraction-pool processes: its children forked from it (`streams.processes.pool`: a fork
     keeps the worker's command line), not the index process or a resource tracker, which are started
     as new interpreters (`-c 'from multiprocessing...'`)."""
     mine = cmdline(worker_pid)

@@ -54,7 +54,7 @@ import orjson
 from neardup_core.hosts.urls import url_identity
 from neardup_core.testing.oracle import rule_problems
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import (
+from streams.dev import (
     Broker,
     Cluster,
     ClusterError,

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from tests.integration.checks import check_g1_g3
 from tests.reliability.faults import alter_topic_config
 

@@ -1,5 +1,5 @@
 """A record the worker's consumer fetched and then dropped without a word, as faust-streaming 0.15 can
-(`streams.redelivery`), at the end of a backlog, where no later record of its partition comes to show
+(`streams.kafka.redelivery`), at the end of a backlog, where no later record of its partition comes to show
 the gap: the worker holds the partition fetched to its end and never processes that record. Seen in
 CI as a worker on an empty disk that never read the last 16 records of one `pages.fetched` partition.
 
@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, ClusterError, all_complete, latest_by_url
+from streams.dev import Cluster, ClusterError, all_complete, latest_by_url
 from tests.integration.checks import check_g1_g3
 from tests.reliability.faults import produce
 

@@ -20,7 +20,7 @@ better match) of an earlier page, which `b` can only know from the changelogs. G
 Expected after issue 21: nothing reaches a local RocksDB before its changelog records are acknowledged,
 so a replay on the same disk writes the changelog again, and `b` misses nothing.
 
-`b` starts once the killed worker's session has timed out. In 5 of 11 runs before `streams.redelivery`'s
+`b` starts once the killed worker's session has timed out. In 5 of 11 runs before `streams.kafka.redelivery`'s
 `RedeliveringQueue`, `b` recovered, decided one full take of `pages.fetched` and read that topic no more:
 the records its fetcher got while the recovery sought the stream partitions were queued, then cleared by
 the flow resume that followed, and never fetched again.
@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, ClusterError, all_complete, latest_by_url
+from streams.dev import Cluster, ClusterError, all_complete, latest_by_url
 from tests.integration.checks import WORKER_ENV, check_g1_g3
 from tests.reliability.faults import alter_topic_config, changelog_topics, mirror_of
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from tests.integration.checks import WORKER_ENV, check_g1_g3
 from tests.reliability.faults import corpus_events, cpu_ticks, extraction_processes, mirror_of
 

@@ -22,7 +22,7 @@ import orjson
 
 from neardup_core.testing.synthetic import TRAP, generate_crawl
 from streams.cli.scan import run_scan
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from streams.settings import Settings
 from tests.integration.checks import WORKER_ENV, K, check_g1_g3
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from tests.integration.checks import WORKER_ENV, check_g1_g3, read_rejected
 from tests.reliability.faults import PRODUCER_LIMIT, alter_topic_config, corpus_events, mirror_of, produce
 

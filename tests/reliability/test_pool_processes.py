@@ -1,5 +1,5 @@
 """A worker killed with SIGKILL leaves no process behind: its extraction-pool processes die with it
-(`streams.pool`: a parent-death signal, and a parent check). Only the worker's main process is killed
+(`streams.processes.pool`: a parent-death signal, and a parent check). Only the worker's main process is killed
 (`os.kill`, not its process group as `Cluster.kill_worker` does, which would hide a leak); then nothing
 of the worker's session may live on."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from tests.integration.checks import WORKER_ENV
 
 POOL_PROCESSES = 2

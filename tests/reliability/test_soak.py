@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.devcluster import Broker, Cluster, ClusterError, missing_prerequisites, start_broker, stop_broker
+from streams.dev import Broker, Cluster, ClusterError, missing_prerequisites, start_broker, stop_broker
 from tests.integration.checks import WORKER_ENV
 from tests.reliability.soak import Soak, SoakPlan, summary
 

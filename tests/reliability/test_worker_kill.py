@@ -8,7 +8,7 @@ import random
 import time
 
 from neardup_core.testing.synthetic import generate_crawl
-from streams.devcluster import Cluster, all_complete
+from streams.dev import Cluster, all_complete
 from tests.integration.checks import check_g1_g3
 
 

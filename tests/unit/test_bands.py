@@ -10,7 +10,7 @@ from neardup_core.index.bucket import probes_for, table_ids
 from neardup_core.index.keys import BAND_TABLE_BASE, TEXT_TABLE, group_of_key
 from neardup_core.index.tables import BandDesign, TableDesign, design_named
 from neardup_core.settings import CoreSettings, SettingError
-from streams import records
+from streams.kafka import records
 
 
 def test_band_designs() -> None:

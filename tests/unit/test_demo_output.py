@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from streams.cli.demo import WIDTH, examples, host_table, plain_reason, publish_line
-from streams.report import plural
+from streams.cli.report import plural
 
 
 def decision(url: str, verdict: str, **fields: Any) -> dict[str, Any]:

@@ -169,7 +169,7 @@ def feed_in_order(tracker: HostTracker, decisions: list[Decision]) -> list[HostS
 def test_host_changes_travel_in_records_under_the_cap_in_order() -> None:
     """A gather record read again after a crash re-publishes thousands of decisions: one hosts record
     of them all would pass the producer's request size and crash the gather agent, losing them."""
-    from streams import records
+    from streams.kafka import records
 
     changes = [(decision(f"/p{i}", at="2026-11-03T08:00:00Z"), decision(f"/p{i}", at="2026-11-03T08:00:00Z"))
                for i in range(3000)]

@@ -22,7 +22,7 @@ from neardup_core.fingerprint.minhash import (
 )
 from neardup_core.fingerprint.page import text_fingerprint, text_fingerprints
 from neardup_core.settings import CoreSettings
-from streams import records
+from streams.kafka import records
 
 TEXT = ("The city council voted on Tuesday to expand the bus network with four new lines, after a year of "
         "consultation with residents and businesses along the planned routes. ") * 3

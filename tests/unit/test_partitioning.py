@@ -10,7 +10,7 @@ from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 from neardup_core.dedup.version import PageVersion
 from neardup_core.index.bucket import probes_for
 from neardup_core.settings import CoreSettings
-from streams import records
+from streams.kafka import records
 
 
 def test_murmur2_equals_aiokafka_for_every_length_and_byte() -> None:

@@ -1,4 +1,4 @@
-"""The extraction pool of `scan` and the worker (`streams.pool`): its processes stop on SIGTERM even when
+"""The extraction pool of `scan` and the worker (`streams.processes.pool`): its processes stop on SIGTERM even when
 their parent ignores SIGTERM (as a Faust worker's handler makes a forked child do), and they die with
 their parent, also when it is killed with SIGKILL."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from streams import pool as pool_module
-from streams.pool import _init_child, new_pool
+from streams.processes import pool as pool_module
+from streams.processes.pool import _init_child, new_pool
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -82,7 +82,7 @@ def test_pool_children_die_with_a_parent_killed_by_sigkill(tmp_path: Path) -> No
     """A parent (like `scan`) that starts a pool, uses it, and is SIGKILLed: none of its children lives on."""
     script = textwrap.dedent("""
         import os, signal, sys, time
-        from streams.pool import new_pool
+        from streams.processes.pool import new_pool
         pool = new_pool(2)
         for f in [pool.submit(time.sleep, 0.2) for _ in range(4)]:
             f.result()
@@ -154,7 +154,7 @@ def test_the_extraction_pool_starts_warm() -> None:
     pages wait for neither), at the lower priority asked for."""
     from neardup_core.extract import stoplists
     from neardup_core.settings import DEFAULT_SETTINGS
-    from streams.pool import extraction_pool
+    from streams.processes.pool import extraction_pool
 
     stoplists._word_index.cache_clear()
     pool = extraction_pool(2, DEFAULT_SETTINGS, nice=3)
@@ -213,7 +213,7 @@ def test_tune_collector_freezes_what_exists_and_collects_less_often() -> None:
     (0, 2, []), (3, 2, [1, 1, 1]), (10, 2, [2, 2, 2, 2, 2]), (100, 2, [8] * 12 + [4]), (5, 0, [2, 2, 1]),
 ])
 def test_chunks_cover_the_items_in_order(n: int, processes: int, sizes: list[int]) -> None:
-    from streams.pool import chunks_for
+    from streams.processes.pool import chunks_for
 
     chunks = chunks_for(list(range(n)), processes)
     assert [len(c) for c in chunks] == sizes

@@ -10,7 +10,7 @@ import pytest
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Probe, probes_for, removals_for
 from neardup_core.settings import CoreSettings
-from streams import records
+from streams.kafka import records
 
 
 def answers(n: int) -> list[Answer]:

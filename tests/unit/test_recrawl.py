@@ -141,7 +141,7 @@ def test_a_removal_travels_as_a_probe() -> None:
 
 
 def test_a_removal_survives_the_probes_record() -> None:
-    from streams import records
+    from streams.kafka import records
 
     f = changed("https://a.example/x", 1)
     assert f.version is not None

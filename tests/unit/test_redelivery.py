@@ -1,4 +1,4 @@
-"""`streams.redelivery`'s rules: which records Faust's fetch loop would count as processed without reading
+"""`streams.kafka.redelivery`'s rules: which records Faust's fetch loop would count as processed without reading
 them, and which records a flow resume drops from the queues that are to be fetched again."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from faust.types import TP, Message
 from mode.utils.queues import FlowControlEvent
 
-from streams.redelivery import (
+from streams.kafka.redelivery import (
     CommittingThread,
     Progress,
     RedeliveringConsumer,

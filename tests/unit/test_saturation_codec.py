@@ -14,7 +14,7 @@ from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.index.bucket import Answer, Revision
 from neardup_core.settings import CoreSettings
-from streams.records import decode_gather, encode_gather
+from streams.kafka.records import decode_gather, encode_gather
 
 T0 = 1_700_000_000_000
 SETTINGS = CoreSettings(k=3, tables="k3-b4", minhash=True, partial_copies=True)

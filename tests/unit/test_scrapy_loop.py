@@ -18,7 +18,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from neardup_core.settings import SettingError
-from streams.scrapy_loop import CANONICAL_FIELD, LoopOptions, NeardupFrontier, NeardupItems, read_loop_settings
+from streams.scrapy import CANONICAL_FIELD, LoopOptions, NeardupFrontier, NeardupItems, read_loop_settings
 
 SPIDER = Spider(name="t")
 
@@ -94,7 +94,7 @@ def test_a_learned_session_parameter_rewrites_and_drops_what_was_fetched(caplog:
         fetch(frontier, f"http://news.example/story{i}", body)
         fetch(frontier, f"http://news.example/story{i}?sid=a{i}", body, check=False)
     before = stat(frontier, "rewritten")
-    with caplog.at_level(logging.DEBUG, logger="streams.scrapy_loop"):
+    with caplog.at_level(logging.DEBUG, logger="streams.scrapy"):
         rewritten = frontier.process_request(Request("http://news.example/story9?sid=zz"), SPIDER)
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG] == [
         "neardup: http://news.example/story9?sid=zz rewritten to http://news.example/story9 by the rules of "

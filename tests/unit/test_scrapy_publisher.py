@@ -19,7 +19,7 @@ from scrapy.utils.test import get_crawler
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import fingerprint_event
 from neardup_core.ingest.event import parse_event
-from streams.devcluster import free_port
+from streams.dev import free_port
 from streams.scrapy import NeardupPublisher, PagePublisher, page_event, read_settings
 from streams.settings import SettingError, Settings
 

@@ -13,7 +13,7 @@ import pytest
 
 from neardup_core.dedup.engine import META_FILE, StateMismatch, open_state
 from neardup_core.settings import CoreSettings, Difference, state_differences, state_settings
-from streams.admin import first_record, own_record, refusal
+from streams.kafka.admin import first_record, own_record, refusal
 from streams.settings import Settings
 
 

@@ -12,8 +12,8 @@ from neardup_core.fingerprint.page import Rejected
 from neardup_core.hosts.statistics import HostState
 from neardup_core.hosts.tracker import HostTracker
 from neardup_core.store.memory import MemoryStore
-from streams import status, status_html
-from streams.metrics import PartitionOffsets
+from streams.web import status, status_html
+from streams.web.metrics import PartitionOffsets
 
 INF = math.inf
 

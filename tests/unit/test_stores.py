@@ -13,7 +13,7 @@ from neardup_core.index.keys import shared_prefix_bytes
 from neardup_core.index.tables import TableDesign
 from neardup_core.store.memory import MemoryStore
 from neardup_core.store.rocks import RocksStore
-from streams.stores import STORE_URL, PrefixRocksOptions, PrefixRocksStore
+from streams.state.stores import STORE_URL, PrefixRocksOptions, PrefixRocksStore
 
 
 def test_index_table_store_has_prefix_filters_and_scans_like_memory(tmp_path: Path) -> None:

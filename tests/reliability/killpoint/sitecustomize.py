@@ -7,7 +7,7 @@ wrote the host's state (the record's one write), before the send left the proces
 send, at a moment the test chooses rather than by luck. `KILLPOINT_MARKER` (a file) is created just
 before, so it happens once: the restarted worker sends normally.
 
-A take's outputs leave the worker through `streams.commit.produce_batches` (step 2 of the commit
+A take's outputs leave the worker through `streams.state.commit.produce_batches` (step 2 of the commit
 protocol, one call per topic partition), so that is the function wrapped: the kill comes before the
 batch holding the signal is handed to the producer. The test fails (the worker does not die) if
 outputs ever take another path, which is the point of hooking the real one."""
@@ -24,11 +24,11 @@ def _install() -> None:
     from pathlib import Path
     from typing import Any
 
-    import streams.commit
+    import streams.state.commit
 
     reason = os.environ.get("KILLPOINT_REASON", "").encode()
     marker = Path(os.environ["KILLPOINT_MARKER"])
-    produce_batches = streams.commit.produce_batches
+    produce_batches = streams.state.commit.produce_batches
 
     async def produce_or_die(client: Any, topic: str, partition: int, items: list[tuple[bytes | None, bytes | None]],
                              headers: list[tuple[str, bytes]]) -> Any:
@@ -39,7 +39,7 @@ def _install() -> None:
                     os.kill(os.getpid(), signal.SIGKILL)
         return await produce_batches(client, topic, partition, items, headers)
 
-    streams.commit.produce_batches = produce_or_die  # type: ignore[assignment]
+    streams.state.commit.produce_batches = produce_or_die  # type: ignore[assignment]
 
 
 if HOST:

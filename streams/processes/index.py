@@ -20,7 +20,7 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
 3. It returns the writes (key, value or None), and the answers and revisions packed for the gather
    partitions they go to.
 4. The loop puts the writes in the take's transaction of the partition and sends the answers; the
-   take's commit (`streams.commit`) produces their changelog records and, once the broker has them,
+   take's commit (`streams.state.commit`) produces their changelog records and, once the broker has them,
    writes the primary.
 
 The index agent handles one take at a time and applies a take's writes before it takes again, so
@@ -63,8 +63,8 @@ from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
 from neardup_core.store.overlay import Overlay
 from neardup_core.store.rocks import RocksStore, rocks_options
-from streams import records
-from streams.pool import new_pool
+from streams.kafka import records
+from streams.processes.pool import new_pool
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Faust's store API has point reads and writes and full iteration only; the index needs one
 bounded range scan per probe, so this store adds `scan(partition, lo, hi)` over the partition's
 own RocksDB. The agents never write through Faust's table layer (which writes RocksDB before the
-changelog record is acknowledged): `streams.commit.Take` produces a take's changelog records, one
+changelog record is acknowledged): `streams.state.commit.Take` produces a take's changelog records, one
 per state key, waits for the broker's acknowledgement, and then writes the partition's RocksDB in
 one batch with `apply_local`. Recovery and standbys are Faust's own, reading those records through
 `apply_changelog_batch`, which this store extends with the writer's generation (fencing) and with
@@ -99,13 +99,13 @@ class PrefixRocksStore(RocksDBStore):
         return self._db_for_partition(partition)
 
     def partition_db_path(self, partition: int) -> str:
-        """Where the partition's RocksDB lives, opened first so that it exists (`streams.index_process`)."""
+        """Where the partition's RocksDB lives, opened first so that it exists (`streams.processes.index`)."""
         self._db_for_partition(partition)
         return str(self.partition_path(partition))
 
     def partition_sequence(self, partition: int) -> int:
         """The partition's RocksDB sequence number: it moves with every write to the partition, whichever
-        way it came (`streams.index_process` skips a replica's catch-up while it has not moved)."""
+        way it came (`streams.processes.index` skips a replica's catch-up while it has not moved)."""
         return int(self._db_for_partition(partition).latest_sequence_number())
 
     def scan(self, partition: int, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -122,7 +122,7 @@ class PrefixRocksStore(RocksDBStore):
 
     def apply_local(self, partition: int, items: Iterable[tuple[bytes, bytes | None]], offset: int,
                     generation: int) -> None:
-        """Step 5 of the commit protocol (`streams.commit`): a take's writes of one partition, acknowledged in
+        """Step 5 of the commit protocol (`streams.state.commit`): a take's writes of one partition, acknowledged in
         its changelog up to `offset`, in one atomic RocksDB batch with that offset and the generation."""
         db = self._db_for_partition(partition)
         batch = _batch(items)
@@ -178,7 +178,7 @@ def _batch(items: Iterable[tuple[bytes, bytes | None]]) -> WriteBatch:
     return batch
 
 
-STORES["neardup-rocks"] = "streams.stores:PrefixRocksStore"
+STORES["neardup-rocks"] = "streams.state.stores:PrefixRocksStore"
 
 
 class RangeScan(Protocol):
@@ -195,7 +195,7 @@ def scan_partition(table: TableT[bytes, bytes], partition: int, lo: bytes, hi: b
 
 class PartitionView:
     """The read side of the `neardup_core.store.base.Store` protocol over one partition of a table: reads go
-    to the partition's RocksDB itself. Writes go through a take's transaction (`streams.commit.Take.writes`,
+    to the partition's RocksDB itself. Writes go through a take's transaction (`streams.state.commit.Take.writes`,
     an `Overlay` over this view), never here."""
 
     def __init__(self, table: TableT[bytes, bytes], partition: int) -> None:
@@ -208,13 +208,13 @@ class PartitionView:
         return value
 
     def put(self, key: bytes, value: bytes) -> None:
-        raise TypeError("a partition is written through a take's transaction (streams.commit)")
+        raise TypeError("a partition is written through a take's transaction (streams.state.commit)")
 
     def delete(self, key: bytes) -> None:
-        raise TypeError("a partition is written through a take's transaction (streams.commit)")
+        raise TypeError("a partition is written through a take's transaction (streams.state.commit)")
 
     def write_many(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        raise TypeError("a partition is written through a take's transaction (streams.commit)")
+        raise TypeError("a partition is written through a take's transaction (streams.state.commit)")
 
     def scan(self, lo: bytes, hi: bytes) -> Iterator[tuple[bytes, bytes]]:
         return scan_partition(self.table, self.partition, lo, hi)

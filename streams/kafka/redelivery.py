@@ -16,7 +16,7 @@ came (faust-streaming issue #629 reports the symptom).
 point: a partition whose records it does not hand on is sought back (Faust's `Consumer.seek`) to the
 first of them, so they are fetched again once the partition is resumed (and not at all if it was
 revoked meanwhile). Records fetched twice are processed twice, which the idempotent state makes
-harmless. `/debug/tasks` (`streams.web`) shows, per partition, what the consumer has handed on.
+harmless. `/debug/tasks` (`streams.web.views`) shows, per partition, what the consumer has handed on.
 
 It also refuses gaps. Faust's fetch loop takes a record more than one past the partition's read
 offset as a gap (compaction or transaction markers) and counts the offsets between as processed, so
@@ -92,7 +92,7 @@ from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer, e
 from faust.types import TP, Message
 from mode.utils.queues import ThrowableQueue
 
-from streams.metrics import RESEEKS, STALLS
+from streams.web.metrics import RESEEKS, STALLS
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
    (`produce_batches`), not a record at a time.
 2. Produce the take's outputs (decisions, internal records, dead letters), each partition's records
    in order and in as few batches as fit, as in 1. A keyed record goes to the partition Kafka's
-   default partitioner gives its key (`streams.records.key_partition`, murmur2: the partition Faust's
+   default partitioner gives its key (`streams.kafka.records.key_partition`, murmur2: the partition Faust's
    `Topic.send` chose before), so a URL's decisions stay in one partition, in order.
 3. Wait until the broker has acknowledged every record of 1 and 2. Any refusal raises: the caller
    stops the worker (`stop_worker`) before the take's input is acknowledged.
@@ -25,13 +25,13 @@ RocksDB yet) and the records it sends (`Take.send`). Then `Take.commit` runs, pe
 6. Return. The agent then acknowledges this take's input records: the later agents by asking for their
    next take (`Stream.take_events` acks a take when the agent comes back for the next), the
    fingerprint agent, which asks for its next take before this one commits, by releasing the
-   reference it held on each record (`Agents._finish_batch`). Faust commits acknowledged offsets after
+   reference it held on each record (`FingerprintStage._finish_batch`). Faust commits acknowledged offsets after
    flushing its producer.
 
 A worker killed between 3 and 5 left changelog records its disk lacks: Faust's recovery reads the
 changelog from the persisted offset of 5 and applies them. Killed before 6, its input is read again
 and processed again: every state change is idempotent and monotone, so a replay re-sends at most
-equal records. Recovery (`streams.stores.PrefixRocksStore.apply_changelog_batch`) skips a record of
+equal records. Recovery (`streams.state.stores.PrefixRocksStore.apply_changelog_batch`) skips a record of
 an older generation than one it has applied to that partition: a stalled worker that the group has
 replaced cannot overwrite its successor's state.
 
@@ -56,11 +56,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
-from faust.types import AppT, ProducerT, RecordMetadata, TableT, TopicT
+from faust.types import AppT, RecordMetadata, TableT, TopicT
 
 from neardup_core.store.overlay import Overlay
-from streams.records import key_partition
-from streams.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
+from streams.kafka.produce import produce_batches, record_batches
+from streams.kafka.records import key_partition
+from streams.state.stores import GENERATION_HEADER, PartitionView, PrefixRocksStore, generation_bytes
 
 log = logging.getLogger(__name__)
 
@@ -184,44 +185,6 @@ class Take:
 
 async def _offset(sent: Awaitable[RecordMetadata]) -> int:
     return (await sent).offset
-
-
-def record_batches(producer: ProducerT) -> Any | None:
-    """The aiokafka producer under Faust's, when it has aiokafka's batch API (`create_batch`,
-    `send_batch`); None for another driver (the tests' in-memory producer): records go one by one then.
-
-    Faust's `Producer.send` costs a future, a metadata wait and a partition check per record (aiokafka's
-    `_partition` builds the topic's partition set each time, so the cost grows with the partition
-    count); a take's changelog records for one table partition go to one partition, so they are
-    appended to one batch (or a few, each at most `producer_max_batch_size`) and sent with one call.
-    Faust keeps the aiokafka producer in its driver's `_ensure_producer()` (no public accessor in
-    Faust 0.15); `Producer.flush`, which Faust awaits before committing offsets, covers batches sent so."""
-    ensure = getattr(producer, "_ensure_producer", None)
-    client = ensure() if ensure is not None else None
-    return client if client is not None and hasattr(client, "send_batch") else None
-
-
-async def produce_batches(client: Any, topic: str, partition: int,
-                          items: list[tuple[bytes, bytes | None]] | list[tuple[bytes | None, bytes | None]],
-                          headers: list[tuple[str, bytes]]) -> list[Awaitable[int]]:
-    """`items` as records of `topic`'s `partition`, in order, in as few of aiokafka's batches as fit
-    (`BatchBuilder.append` refuses a record once the batch is full; an empty batch takes any record):
-    the offset of each batch's last record, once the broker acknowledged it."""
-    acks: list[Awaitable[int]] = []
-    batch, count = client.create_batch(), 0
-    for key, value in items:
-        if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
-            acks.append(_last_offset(await client.send_batch(batch, topic, partition=partition), count))
-            batch, count = client.create_batch(), 0
-            batch.append(timestamp=None, key=key, value=value, headers=headers)
-        count += 1
-    acks.append(_last_offset(await client.send_batch(batch, topic, partition=partition), count))
-    return acks
-
-
-async def _last_offset(sent: Awaitable[RecordMetadata], count: int) -> int:
-    """A batch's acknowledgement gives its first record's offset; its records' offsets follow on."""
-    return (await sent).offset + count - 1
 
 
 class GroupMovedOn(RuntimeError):

@@ -1,4 +1,4 @@
-"""The worker's status page (`/`): `streams.status`' dictionary as one self-contained HTML page.
+"""The worker's status page (`/`): `streams.web.status`' dictionary as one self-contained HTML page.
 
 No script and nothing fetched from elsewhere (crawl clusters often reach nothing outside): inline CSS,
 a `<meta http-equiv="refresh">` to reload it. Every value from the worker's input (hosts, URLs,
@@ -184,7 +184,7 @@ def _partitions(s: dict[str, Any]) -> str:
 
 
 def render(s: dict[str, Any]) -> str:
-    """The page for one status dictionary (`streams.status.gather`)."""
+    """The page for one status dictionary (`streams.web.status.gather`)."""
     w = s["worker"]
     ready = w.get("ready")
     pill = '<span class="pill ok">ready</span>' if ready else '<span class="pill warn">recovering</span>'

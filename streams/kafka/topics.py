@@ -56,7 +56,7 @@ would leave up to 1 GiB per partition of superseded records for a recovery to re
 def changelog_specs(settings: Settings) -> list[TopicSpec]:
     """Faust's changelog topics of the worker's tables (`{app_id}-{table}-changelog`), created
     up front: a worker that starts before they exist can read empty metadata and fail. Their records
-    are keyed by state key (`streams.commit`), so compaction keeps the live state; a delete is a
+    are keyed by state key (`streams.state.commit`), so compaction keeps the live state; a delete is a
     tombstone, kept for Kafka's `delete.retention.ms` (a day) so a standby behind sees it."""
     config = {"cleanup.policy": "compact", "segment.bytes": str(CHANGELOG_SEGMENT_BYTES)}
     return [TopicSpec(f"{settings.app_id}-{table}-changelog", config, True,
@@ -64,7 +64,7 @@ def changelog_specs(settings: Settings) -> list[TopicSpec]:
 
 
 def settings_spec(settings: Settings) -> TopicSpec:
-    """The app id's state settings (`streams/admin.py`, `check_state_settings`): one partition, so that
+    """The app id's state settings (`streams/kafka/admin.py`, `check_state_settings`): one partition, so that
     offsets order the workers' records, and nothing deleted (neither compacted, which would keep only the
     last record of the key, nor timed out), so the first record stays. Named after the app id like the
     changelogs: it belongs to the same state."""

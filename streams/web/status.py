@@ -1,6 +1,6 @@
 """What the worker's status page shows (`/` and `/status.json`), gathered in one place.
 
-Most of it is read from the worker's own Prometheus registry (`streams.metrics`), so the page and
+Most of it is read from the worker's own Prometheus registry (`streams.web.metrics`), so the page and
 `/metrics` cannot disagree: totals, the verdict mix, decision latency quantiles (estimated from the
 histogram's buckets as Prometheus' `histogram_quantile` does), pending pages, and per assigned
 partition the highwater, position and committed offset. What the metrics do not keep, `Recorder`
@@ -9,7 +9,7 @@ counts by reason, and the hosts with the highest penalty with their learned rule
 cumulative signal, recomputed when the hosts agent updates it). All of it is this worker's view: its
 partitions, since it started.
 
-`streams.status_html` renders the same dictionary as HTML.
+`streams.web.status_html` renders the same dictionary as HTML.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from neardup_core.hosts.tracker import HostTracker
 from neardup_core.hosts.url_rules import rules_for
 from neardup_core.messages import HostSignal
 from neardup_core.timefmt import ms_to_rfc3339
-from streams import metrics
+from streams.web import metrics
 
 RECENT_S = 60.0
 """The window of the recent rates and the recent latency quantiles."""

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from neardup_core.settings import Difference, design_inputs, state_differences, state_settings
+from streams.kafka.topics import changelog_specs, settings_spec, topic_specs
 from streams.settings import Settings, env_name
-from streams.topics import changelog_specs, settings_spec, topic_specs
 
 
 def check_broker(settings: Settings, timeout_s: float = 15.0) -> list[str]:

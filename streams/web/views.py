@@ -1,5 +1,5 @@
-"""The worker's web views: `/` (the status page, `streams.status_html`) and `/status.json` (its data,
-`streams.status`), `/metrics` (Prometheus), `/health` (ready or recovering, and what the worker runs
+"""The worker's web views: `/` (the status page, `streams.web.status_html`) and `/status.json` (its data,
+`streams.web.status`), `/metrics` (Prometheus), `/health` (ready or recovering, and what the worker runs
 and holds), `/live` (the process answers) and `/debug/tasks` (where every asyncio task of the worker
 waits, for a worker that seems stuck). The debug views read private attributes of Faust's streams,
 conductor and consumer, for diagnosis only: they change nothing, and a rename upstream breaks only them."""
@@ -15,8 +15,8 @@ from faust.tables.manager import TableManager
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from streams import metrics, status, status_html
 from streams.settings import Settings
+from streams.web import metrics, status, status_html
 
 
 def is_ready(app: faust.App) -> bool:

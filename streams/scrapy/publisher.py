@@ -181,7 +181,7 @@ class PagePublisher:
         that does not answer yet is only warned about: the producer keeps trying."""
         from confluent_kafka import KafkaException
 
-        from streams.admin import LoginRefused, broker_topics
+        from streams.kafka.admin import LoginRefused, broker_topics
 
         try:
             topics = broker_topics(self.producer, self.client_errors, self.settings, timeout_s)

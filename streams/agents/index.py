@@ -1,0 +1,125 @@
+"""The index agent: per bucket, a take's probes looked up and inserted (in the index processes,
+`streams.processes.index`), the pages answered and the worse pages revised."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import cast
+
+from faust.types import AppT, EventT, StreamT
+
+from neardup_core.settings import CoreSettings
+from neardup_core.store.base import Store
+from neardup_core.store.overlay import Overlay
+from streams.agents.base import Stage, Tables, Topics, by_partition, now_ms
+from streams.processes.index import IndexOutcome, IndexProcess, index_step
+from streams.state.commit import Fail, Take, guarded, stop_worker
+from streams.state.stores import PrefixRocksStore
+from streams.web import metrics
+
+log = logging.getLogger(__name__)
+
+
+class IndexStage(Stage):
+    """The index table's writes, from the index processes' outcomes (or the event loop when they are off)."""
+
+    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
+                 batch_max: int = 256, hop_wait_s: float = 0.05, index_processes: int = 1,
+                 index_cache_bytes: int = 32 << 20, fail: Fail = stop_worker) -> None:
+        super().__init__(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
+                         hop_wait_s=hop_wait_s, fail=fail)
+        self.index_process = IndexProcess(core, partitions, index_cache_bytes, index_processes) \
+            if index_processes > 0 else None
+
+    async def index(self, stream: StreamT[bytes]) -> None:
+        """Per bucket: look up and insert the probes of the records taken together, with one write
+        per partition; answer the pages and revise the worse pages found, one gather record per
+        destination partition. The step runs in the index process (`streams.processes.index`) unless
+        it is off; every partition of the take is handed over at once, and each one's writes are
+        put in the take as its outcome comes back."""
+        await guarded("the index agent", self._index(stream), self.fail)
+
+    async def _index(self, stream: StreamT[bytes]) -> None:
+        try:
+            if self.index_process is not None:
+                await self.index_process.start()
+            async for events in self._takes(stream):
+                take = Take.begin(self.app)
+                stepped = await self._index_take(take, events)
+                await take.commit()
+                self._applied(stepped)
+        finally:
+            if self.index_process is not None:
+                self.index_process.close()
+
+    async def _index_take(self, take: Take, events: Sequence[EventT]) -> list[int]:
+        """The take's index steps, their writes in `take` and their messages sent; the partitions whose
+        outcome came from the index process."""
+        groups = by_partition(events)
+        steps = await self._index_steps(take, groups)
+        out: dict[int, list[bytes]] = defaultdict(list)
+        stepped: list[int] = []
+        for partition, group in groups.items():
+            step = steps[partition]
+            if isinstance(step, IndexOutcome):
+                outcomes = [step]
+                stepped.append(partition)
+                take.writes(self.tables.index, partition).write_many(step.writes)
+            else:
+                log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
+                            "one at a time in the event loop", len(group), partition, type(step).__name__, step)
+                outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_here, "index")
+            for outcome in outcomes:
+                self._count_index(outcome)
+                for destination, packed in outcome.gather.items():
+                    out[destination] += packed
+        await self._send_gather_packed(take, out)
+        return stepped if self.index_process is not None else []
+
+    def _applied(self, partitions: list[int]) -> None:
+        """After a take's commit: the index process's outcomes of `partitions` are in their primaries,
+        at these sequence numbers (`IndexProcess.applied`)."""
+        if self.index_process is None:
+            return
+        store = cast(PrefixRocksStore, self.tables.index.data)
+        for partition in partitions:
+            self.index_process.applied(partition, store.partition_sequence(partition))
+
+    async def _index_steps(self, take: Take, groups: dict[int, list[EventT]]
+                           ) -> dict[int, IndexOutcome | Exception]:
+        """Each partition's index step: its outcome, or what it raised. In the index process, every
+        partition of the take goes in one call (`IndexProcess.run_many`)."""
+        if self.index_process is None:
+            steps: dict[int, IndexOutcome | Exception] = {}
+            for partition, group in groups.items():
+                try:
+                    steps[partition] = self._index_here(Overlay(take.writes(self.tables.index, partition)),
+                                                        partition, group)
+                except Exception as exc:
+                    steps[partition] = exc
+            return steps
+        store = cast(PrefixRocksStore, self.tables.index.data)
+        parts = {partition: (store.partition_db_path(partition), [event.message.value or b"" for event in group])
+                 for partition, group in groups.items()}
+        sequences = {partition: store.partition_sequence(partition) for partition in groups}
+        try:
+            return dict(await self.index_process.run_many(parts, now_ms(), sequences))
+        except Exception as exc:  # the index process died twice: every partition's step failed
+            return {partition: exc for partition in groups}
+
+    def _index_here(self, view: Store, partition: int, group: Sequence[EventT]) -> IndexOutcome:
+        """`index_step` in the event loop on `view` (the take's transaction, or an attempt over it); the
+        outcome's `writes` are those `view` holds."""
+        overlay = view if isinstance(view, Overlay) else Overlay(view)
+        return index_step(overlay, [event.message.value or b"" for event in group], self.core, self.partitions,
+                          now_ms())
+
+    def _count_index(self, outcome: IndexOutcome) -> None:
+        if outcome.probes:  # once per step: observing each of its ~30 probes per page cost 2% of the loop
+            metrics.PROBE_SECONDS.observe(outcome.seconds / outcome.probes)
+        metrics.PROBES.inc(outcome.probes)
+        if self.core.retention is not None:
+            metrics.EXPIRED.labels("version").inc(outcome.expired_versions)
+            metrics.EXPIRED.labels("entry").inc(outcome.expired_entries)
