@@ -69,6 +69,7 @@ from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.timefmt import ms_to_rfc3339
+from neardup_core.wire import Positional
 
 _SAYS = ("verdict", "duplicate_of", "distance", "jaccard", "partial_of", "complete", "fetched_at", "body_sha256")
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision))
@@ -84,7 +85,7 @@ class Published(NamedTuple):
 
 
 @dataclass(slots=True)
-class VersionState:
+class VersionState(Positional, keep=7):
     fetch: Fetch  # the first fetch of this body at this URL (its rank)
     last_fetch_ms: int
     expected: int
@@ -100,19 +101,6 @@ class VersionState:
     @property
     def page(self) -> PageVersion | None:
         return self.fetch.version
-
-    def to_list(self) -> list[Any]:
-        out = [self.fetch.to_list(), self.last_fetch_ms, self.expected, self.answered,
-               self.best.to_list() if self.best else None, self.complete, self.deadline_ms]
-        if self.dead:
-            return [*out, [p.to_list() for p in self.partials], self.dead]
-        return [*out, [p.to_list() for p in self.partials]] if self.partials else out
-
-    @classmethod
-    def from_list(cls, d: list[Any]) -> VersionState:
-        partials = tuple(Partial.from_list(p) for p in d[7]) if len(d) > 7 else ()
-        return cls(Fetch.from_list(d[0]), d[1], d[2], d[3], Match.from_list(d[4]) if d[4] else None, d[5], d[6],
-                   partials, d[8] if len(d) > 8 else 0)
 
 
 @dataclass(slots=True)

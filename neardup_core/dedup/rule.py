@@ -49,13 +49,14 @@ from neardup_core.fingerprint.minhash import shared_band
 from neardup_core.fingerprint.simhash import hamming
 from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.messages import Verdict
+from neardup_core.wire import Positional
 
 NO_DISTANCE = 65
 """Sorts after every distance: a match without a SimHash distance within k."""
 
 
 @dataclass(frozen=True, slots=True)
-class Match:
+class Match(Positional):
     """A page that `page` duplicates, and how: `exact` (equal digests; `distance` is then the SimHash
     distance or 0), else `distance` when the SimHash is within k bits (None when it is not) and
     `jaccard`, the Jaccard estimate, when the two share an LSH band with an estimate >= J (None when
@@ -73,14 +74,6 @@ class Match:
         return (not self.exact, NO_DISTANCE if self.distance is None else self.distance, -(self.jaccard or 0.0),
                 self.candidate.rank)
 
-    def to_list(self) -> list[Any]:
-        out = [self.candidate.to_list(), self.exact, self.distance]
-        return out if self.jaccard is None else [*out, self.jaccard]
-
-    @classmethod
-    def from_list(cls, data: list[Any]) -> Match:
-        return cls(PageVersion.from_list(data[0]), data[1], data[2], data[3] if len(data) > 3 else None)
-
 
 MAX_PARTIALS = 3
 """A decision's `partial_of` names at most this many pages."""
@@ -89,7 +82,7 @@ ALL_BANDS = (1 << 64) - 1
 
 
 @dataclass(frozen=True, slots=True)
-class Partial:
+class Partial(Positional):
     """A page whose main text a page holds to the degree `containment` (the estimate of its share of the
     candidate's shingles), and the containment bands where the two have an equal minimum (`bands`, bit b for
     band b): the buckets that find the pair, which stands while one of them is not saturated. The candidate
@@ -103,13 +96,6 @@ class Partial:
     def order(self) -> tuple[Any, ...]:
         """Lower is named first: the highest containment, then the best rank."""
         return (-self.containment, self.candidate.rank)
-
-    def to_list(self) -> list[Any]:
-        return [self.candidate.to_list(), self.containment, self.bands]
-
-    @classmethod
-    def from_list(cls, data: list[Any]) -> Partial:
-        return cls(PageVersion.from_list(data[0]), data[1], data[2] if len(data) > 2 else ALL_BANDS)
 
 
 def holds(a: PageVersion, b: PageVersion) -> bool:

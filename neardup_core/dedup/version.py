@@ -5,17 +5,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
 
 import msgpack
 
 from neardup_core.dedup.rank import Rank, rank_of
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.keys import VERSION_ID_BYTES
+from neardup_core.wire import Positional
 
 
 @dataclass(frozen=True)
-class PageVersion:
+class PageVersion(Positional):
     """A URL's body; `fetched_at_ms` is the first fetch of this body at this URL, so recrawls of
     an unchanged body keep the version's rank. Its version id and rank are computed once (the
     index step reads both on every probe of the page). `minhash` is the page's b-bit MinHash
@@ -52,16 +52,6 @@ class PageVersion:
         summary), made once per object: in the stream a page's record is written in every index partition
         holding one of its tables, and one call's steps share the page's object."""
         return msgpack.packb(self.to_list(), use_bin_type=True)
-
-    def to_list(self) -> list[Any]:
-        out = [self.url, self.importance, self.fetched_at_ms, self.body_sha256, self.text_sha256, self.simhash]
-        if self.minima is not None:
-            return [*out, self.minhash, self.shingles, self.minima]
-        return out if self.minhash is None else [*out, self.minhash]
-
-    @classmethod
-    def from_list(cls, data: list[Any]) -> PageVersion:
-        return cls(*data)
 
     def with_fetched_at(self, fetched_at_ms: int) -> PageVersion:
         return PageVersion(self.url, self.importance, fetched_at_ms, self.body_sha256, self.text_sha256,

@@ -90,10 +90,12 @@ from neardup_core.index.keys import (
 from neardup_core.index.tables import BandDesign, TableDesign
 from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
+from neardup_core.wire import Positional, positional, positional_from_list, positional_to_list
 
 T = TypeVar("T")
 
 
+@positional()
 class Probe(NamedTuple):
     """Look up and insert `page` in one bucket, [lo, hi) of table `table`, as a member of `group`;
     with `remove`, take the page's entry out of that bucket instead (its URL let the version go:
@@ -108,19 +110,19 @@ class Probe(NamedTuple):
     page: PageVersion
     remove: bool = False
 
+    def to_list(self) -> list[Any]:  # replaced on first use by the code @positional makes
+        return positional_to_list(self)
+
+    @classmethod
+    def from_list(cls, data: list[Any]) -> Probe:
+        return positional_from_list(cls, data)
+
     @property
     def entry_key(self) -> bytes:
         return self.group + self.page.version_id
 
-    def to_list(self) -> list[Any]:
-        out = [self.table, self.lo, self.hi, self.group, self.page.to_list()]
-        return [*out, True] if self.remove else out
 
-    @classmethod
-    def from_list(cls, data: list[Any]) -> Probe:
-        return cls(data[0], data[1], data[2], data[3], PageVersion.from_list(data[4]), len(data) > 5 and bool(data[5]))
-
-
+@positional()
 class Answer(NamedTuple):
     """What some tables say about a page: its best better-ranked match there, if any, the pages it holds
     found there (containment tables; `merge_partials` of them), and the containment bands whose bucket of
@@ -134,21 +136,16 @@ class Answer(NamedTuple):
     partials: tuple[Partial, ...] = ()
     dead: int = 0
 
-    def to_list(self) -> list[Any]:
-        out = [self.url, self.version_id, self.round_ms, list(self.tables), self.best.to_list() if self.best else None]
-        if self.dead:
-            return [*out, [p.to_list() for p in self.partials], self.dead]
-        return [*out, [p.to_list() for p in self.partials]] if self.partials else out
+    def to_list(self) -> list[Any]:  # replaced on first use by the code @positional makes
+        return positional_to_list(self)
 
     @classmethod
     def from_list(cls, data: list[Any]) -> Answer:
-        partials = tuple(Partial.from_list(p) for p in data[5]) if len(data) > 5 else ()
-        return cls(data[0], data[1], data[2], tuple(data[3]), Match.from_list(data[4]) if data[4] else None, partials,
-                   data[6] if len(data) > 6 else 0)
+        return positional_from_list(cls, data)
 
 
 @dataclass(frozen=True, slots=True)
-class Revision:
+class Revision(Positional):
     """Tell the page `version_id` of `url` that `match` is a better copy of it (it is worse-ranked), that
     it holds `partial` (a containment table found the two; `match` is then None), or that its buckets of
     the containment bands `dead` (a mask, bit b for band b) are saturated (both None)."""
@@ -158,18 +155,6 @@ class Revision:
     match: Match | None
     partial: Partial | None = None
     dead: int = 0
-
-    def to_list(self) -> list[Any]:
-        out = [self.url, self.version_id, self.match.to_list() if self.match is not None else None]
-        if self.dead:
-            return [*out, self.partial.to_list() if self.partial is not None else None, self.dead]
-        return out if self.partial is None else [*out, self.partial.to_list()]
-
-    @classmethod
-    def from_list(cls, data: list[Any]) -> Revision:
-        return cls(data[0], data[1], Match.from_list(data[2]) if data[2] is not None else None,
-                   Partial.from_list(data[3]) if len(data) > 3 and data[3] is not None else None,
-                   data[4] if len(data) > 4 else 0)
 
     @property
     def said(self) -> tuple[Any, ...]:
