@@ -84,12 +84,12 @@ class Engine:
         probes, out = self.gather.on_fetch(state, fetch, now)
         if probes:
             retention = self.settings.retention
-            answers, revisions = probe_batch(self.index, probes, self.settings.design, self.settings.k, horizon,
+            answers, notices = probe_batch(self.index, probes, self.settings.design, self.settings.k, horizon,
                                              retention.window_ms if retention is not None else None)
             for answer in answers:
                 out += self.gather.on_answer(state, answer, now)
-            for revision in revisions:
-                out += self.gather.on_revision(state_of(revision.url), revision, now)
+            for notice in notices:
+                out += self.gather.on_notice(state_of(notice.url), notice, now)
         for url, st in states.items():
             self.urls.save(url, st)
         return out

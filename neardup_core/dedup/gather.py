@@ -19,8 +19,8 @@ and monotone, so replays and duplicate deliveries re-send at most an equal decis
    that body's id, and the entries under its old id are removed from the index.
 3. Answers and revisions only ever lower a version's best match (`decision.better`), and only
    candidates ranked better than the version count. The pages a version holds (`partials`, from the
-   containment tables' answers and revisions) only ever merge (`rule.merge_partials`), whatever the
-   ranks, and so do its saturated containment bands (`dead`, from answers and revisions), which withdraw
+   containment tables' answers and notices) only ever merge (`rule.merge_partials`), whatever the
+   ranks, and so do its saturated containment bands (`dead`, from answers and notices), which withdraw
    the pages held only through them (`rule.named_partials`); a new round of the same version keeps both
    (they depend on its text, not its rank).
 4. A version is complete when every table of its current round answered; a tick past its
@@ -63,7 +63,7 @@ from neardup_core.dedup.version import PageVersion, version_id
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.simhash import to_hex
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Probe, Revision, probes_for, removals_for, table_ids
+from neardup_core.index.bucket import Answer, Notice, Probe, probes_for, removals_for, table_ids
 from neardup_core.index.tables import TableDesign
 from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings
@@ -176,7 +176,7 @@ class UrlStates:
         key = url_identity(url)
         if self.retention is not None:
             before = state.seen_ms  # the latest fetch its expiry key was written with
-            if state.is_empty():  # an answer or a revision for a URL whose state expired: nothing to keep
+            if state.is_empty():  # an answer or a notice for a URL whose state expired: nothing to keep
                 return
             state.seen_ms = max(state.seen_ms, *(v.last_fetch_ms for v in state.versions.values()), 0)
             if before and state.seen_ms != before:
@@ -290,20 +290,20 @@ class Gather:
                 version.complete = True
         return self._publish(state, now_ms, replay=replay)
 
-    def on_revision(self, state: UrlState, revision: Revision, now_ms: int) -> list[Published]:
-        version = state.versions.get(revision.version_id.hex())
+    def on_notice(self, state: UrlState, notice: Notice, now_ms: int) -> list[Published]:
+        version = state.versions.get(notice.version_id.hex())
         if version is None or version.page is None:
             return []
-        if revision.dead:
-            replay = version.dead & revision.dead == revision.dead  # this revision may be what set them
-            version.dead |= revision.dead
+        if notice.dead:
+            replay = version.dead & notice.dead == notice.dead  # this notice may be what set them
+            version.dead |= notice.dead
             return self._publish(state, now_ms, replay=replay)
-        if revision.partial is not None:
-            replay = revision.partial in version.partials  # this revision may be what added it
-            version.partials = merge_partials(version.partials, (revision.partial,))
+        if notice.partial is not None:
+            replay = notice.partial in version.partials  # this notice may be what added it
+            version.partials = merge_partials(version.partials, (notice.partial,))
             return self._publish(state, now_ms, replay=replay)
-        replay = version.best == revision.match  # this revision may be what set the best match
-        self._merge(version, revision.match)
+        replay = version.best == notice.match  # this notice may be what set the best match
+        self._merge(version, notice.match)
         return self._publish(state, now_ms, replay=replay)
 
     def on_tick(self, state: UrlState, now_ms: int) -> list[Published]:

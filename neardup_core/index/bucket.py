@@ -1,7 +1,7 @@
 """The index step: probe one bucket for a page, insert the page, and report what it found.
 
 A probe names one bucket of one table. Looking it up returns the best better-ranked match there
-(the page's answer for that table) and a revision for each worse-ranked page that must learn a
+(the page's answer for that table) and a notice for each worse-ranked page that must learn a
 better copy exists. Everything it writes is idempotent, so replays and duplicate deliveries
 change nothing and re-send at most what was sent before.
 
@@ -27,11 +27,11 @@ one-row band and its size class; a group there is one main text (`0xE0 | band | 
 text hash`), whose members are its copies, in rank order in the summary as elsewhere. A probe reads
 the size classes within `MAX_SIZE_CLASSES` of its page's and, per group, relates its page to the
 group's best member of another URL (`partial_match`, both ways): a page it holds joins its answer's
-`partials`; the group's undominated members that hold it are told by a revision carrying a `Partial`
+`partials`; the group's undominated members that hold it are told by a notice carrying a `Partial`
 (from the first containment band the two share, `first_shared_containment`). The duplicate rule does
 not look at these tables (two duplicates always meet in a digest, near or band table).
 
-Two pages that meet in several tables exchange one revision, from the first table they share
+Two pages that meet in several tables exchange one notice, from the first table they share
 under that table's own test (`first_shared_table`: equal digests; a near bucket only when the two
 are within k bits; a band only when the band's rows are equal and the estimate >= J), which is
 where the probe of the later of the two finds the other. Probe-then-insert on a bucket must be
@@ -145,7 +145,7 @@ class Answer(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Revision(Positional):
+class Notice(Positional):
     """Tell the page `version_id` of `url` that `match` is a better copy of it (it is worse-ranked), that
     it holds `partial` (a containment table found the two; `match` is then None), or that its buckets of
     the containment bands `dead` (a mask, bit b for band b) are saturated (both None)."""
@@ -158,7 +158,7 @@ class Revision(Positional):
 
     @property
     def said(self) -> tuple[Any, ...]:
-        """What a containment revision says, to send it once per index step however many bands found it."""
+        """What a containment notice says, to send it once per index step however many bands found it."""
         return (self.version_id, self.partial.candidate.version_id if self.partial else None, self.dead)
 
 
@@ -295,7 +295,7 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
     band only when its rows are equal and the Jaccard estimate is >= J. None when they do not match.
 
     Two matching pages usually meet in several tables; only the probe of this one sends the
-    revision, so a worse page hears of a better one once, not once per table. It must be a table
+    notice, so a worse page hears of a better one once, not once per table. It must be a table
     whose probe finds the other page: two pages in one near bucket more than k bits apart are not
     found there (the probe skips them), though they may match through a band.
     """
@@ -318,7 +318,7 @@ def first_shared_table(design: TableDesign, a: PageVersion, b: PageVersion) -> i
 
 def first_shared_containment(design: TableDesign, a: PageVersion, b: PageVersion) -> int | None:
     """The first containment table where two pages share a bucket and both read each other's size class:
-    where the probe of the later of the two finds the other, and the one that sends its revision."""
+    where the probe of the later of the two finds the other, and the one that sends its notice."""
     if design.partial is None:
         return None
     band = shared_minimum(a, b, design.partial.bands)
@@ -454,8 +454,8 @@ def remove_entry(store: Store, probe: Probe) -> int:
 
 def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                  records: dict[bytes, PageVersion] | None = None, horizon_ms: int | None = None,
-                 window_ms: int | None = None, pairs: Pairs | None = None) -> tuple[Answer, list[Revision]]:
-    """Look `probe.page` up in its bucket, insert it, and return its answer and the revisions.
+                 window_ms: int | None = None, pairs: Pairs | None = None) -> tuple[Answer, list[Notice]]:
+    """Look `probe.page` up in its bucket, insert it, and return its answer and the notices.
 
     0. With a cap on a containment bucket's texts: a saturated bucket, or one the page's main text
        saturates, answers only that (`_saturation`); the probe reads and writes nothing more.
@@ -479,7 +479,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
     page = probe.page
     vid = page.version_id
     best: Match | None = None
-    revisions: dict[bytes, Revision] = {}
+    notices: dict[bytes, Notice] = {}
     own_members: list[PageVersion] = []
     own_summarised = False  # own_members are the group's stored summary, as read
     marks: list[bytes] = []
@@ -490,14 +490,14 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         if probe.table == rule.first_shared_table(page, other):
             back = rule.match(other, page)
             if back is not None:
-                revisions[other.version_id] = Revision(other.url, other.version_id, back)
+                notices[other.version_id] = Notice(other.url, other.version_id, back)
 
     containment = is_containment_table(probe.table)
     partials: tuple[Partial, ...] = ()
     if containment and design.partial is not None and design.partial.bucket_texts:
-        dead, groups = _saturation(store, probe, design, k, revisions)  # 0.
+        dead, groups = _saturation(store, probe, design, k, notices)  # 0.
         if dead:
-            return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), None, (), dead), list(revisions.values())
+            return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), None, (), dead), list(notices.values())
         classes = size_classes(page)
         groups = [(group, items) for group, items in groups if group[CONTAINMENT_BUCKET_BYTES] in classes]
     else:
@@ -514,9 +514,9 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
         if group == probe.group:
             own_members, own_summarised = members, summarised
         if containment:
-            partials = merge_partials(partials, _relate_partials(design, probe, members, revisions))
+            partials = merge_partials(partials, _relate_partials(design, probe, members, notices))
             continue
-        open_to_revision = {m.version_id for m in undominated(members)} if members else set()
+        open_to_notice = {m.version_id for m in undominated(members)} if members else set()
         for other in members:
             if other.version_id == vid or other.identity == page.identity:
                 continue
@@ -525,7 +525,7 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
                 continue
             if better_ranked(other, page):
                 best = better(best, found)
-            elif other.version_id in open_to_revision and better_ranked(page, other):
+            elif other.version_id in open_to_notice and better_ranked(page, other):
                 revise(other)
                 if group == probe.group:
                     marks.append(other.version_id)
@@ -565,13 +565,13 @@ def probe_bucket(store: Store, probe: Probe, design: TableDesign, k: int,
             writes.append((probe.group, encode_summary(summary)))
     for key, value in writes:
         store.put(key, value)
-    return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best, partials), list(revisions.values())
+    return Answer(page.url, vid, page.fetched_at_ms, (probe.table,), best, partials), list(notices.values())
 
 
 def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersion],
-                     revisions: dict[bytes, Revision]) -> list[Partial]:
+                     notices: dict[bytes, Notice]) -> list[Partial]:
     """The probe's page against one containment group (one main text): the group's best member of another
-    URL, if the page holds it; and a revision to each undominated member that holds the page, from the
+    URL, if the page holds it; and a notice to each undominated member that holds the page, from the
     first containment table the two share (the members of one text relate to the page alike)."""
     page = probe.page
     ranked = sorted(members, key=lambda m: m.rank)
@@ -589,11 +589,11 @@ def _relate_partials(design: TableDesign, probe: Probe, members: list[PageVersio
         # without a cap the first shared band always finds the pair; with one, that band may be saturated, so
         # every band that finds it tells (`probe_batch` sends what one step's bands say once)
         if back is not None and (capped or probe.table == first_shared_containment(design, page, other)):
-            revisions[other.version_id] = Revision(other.url, other.version_id, None, back)
+            notices[other.version_id] = Notice(other.url, other.version_id, None, back)
     return out
 
 
-def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, revisions: dict[bytes, Revision]
+def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, notices: dict[bytes, Notice]
                 ) -> tuple[int, list[tuple[bytes, list[tuple[bytes, bytes]]]]]:
     """Step 0 of `probe_bucket` with a cap K on a containment bucket's texts (`ContainmentDesign.bucket_texts`):
     the band's bit when the probe's bucket is saturated (the probe reads and writes nothing more), else 0 and
@@ -601,7 +601,7 @@ def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, revisio
 
     A bucket is saturated once its key (the bucket's lower bound, `probe.lo`) holds `SATURATED` and the
     version that saturated it: the page whose main text would have been its (K+1)th. That page marks it and
-    tells the undominated members of its K texts (`Revision.dead`: those that hold partial copies, or may
+    tells the undominated members of its K texts (`Notice.dead`: those that hold partial copies, or may
     later, through this band); a replay of that page tells them again, since a crash may have lost the first
     telling. A text counts from its first entry until its last one is removed (a URL letting the version go,
     `forget`, a retention) or for good once the bucket is saturated."""
@@ -618,15 +618,15 @@ def _saturation(store: Store, probe: Probe, design: TableDesign, k: int, revisio
         store.put(probe.lo, SATURATED + vid)
     for group, items in groups:
         for member in undominated(_members(store, group, items)):
-            revisions[member.version_id] = Revision(member.url, member.version_id, None, None, bit)
+            notices[member.version_id] = Notice(member.url, member.version_id, None, None, bit)
     return bit, []
 
 
 def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, horizon_ms: int | None = None,
                 window_ms: int | None = None, *, buffered: bool = False, pairs: Pairs | None = None
-                ) -> tuple[list[Answer], list[Revision]]:
+                ) -> tuple[list[Answer], list[Notice]]:
     """Apply probes in order with one write to the store: one answer per page version and round
-    (its tables together), and every revision they cause; `horizon_ms` and `window_ms` as for
+    (its tables together), and every notice they cause; `horizon_ms` and `window_ms` as for
     `probe_bucket`. A removal (`Probe.remove`) answers nothing. `buffered`: `store` is an `Overlay` its
     caller made for this step and drops if the step raises (the index process's), so the probes write
     into it directly, not through one more overlay committed into it. `pairs`: the rule's answers to
@@ -635,10 +635,10 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
     overlay = store if buffered else Overlay(store)
     assert isinstance(overlay, Overlay), "a buffered store is an Overlay"
     answers: list[Answer] = []
-    revisions: list[Revision] = []
+    notices: list[Notice] = []
     records: dict[bytes, PageVersion] = {}  # the version records this batch read or wrote (a page has one per table)
     pairs = Pairs(design, k) if pairs is None else pairs
-    told: set[tuple[Any, ...]] = set()  # what containment revisions said: several bands find one pair
+    told: set[tuple[Any, ...]] = set()  # what containment notices said: several bands find one pair
     for probe in probes:
         if probe.remove:
             remove_entry(overlay, probe)
@@ -646,15 +646,15 @@ def probe_batch(store: Store, probes: list[Probe], design: TableDesign, k: int, 
             continue
         answer, found = probe_bucket(overlay, probe, design, k, records, horizon_ms, window_ms, pairs)
         answers.append(answer)
-        for revision in found:
-            if revision.match is None:
-                if revision.said in told:
+        for notice in found:
+            if notice.match is None:
+                if notice.said in told:
                     continue
-                told.add(revision.said)
-            revisions.append(revision)
+                told.add(notice.said)
+            notices.append(notice)
     if not buffered:
         overlay.commit()
-    return merged_answers(answers), revisions
+    return merged_answers(answers), notices
 
 
 def merged_answers(answers: Iterable[Answer]) -> list[Answer]:

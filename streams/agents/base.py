@@ -1,7 +1,7 @@
 """The bodies of the worker's agents: what each does with one record, calling neardup_core.
 
     pages.fetched --fingerprint--> neardup.gather (by URL) --gather--> neardup.probes (by bucket)
-    neardup.probes --index--> neardup.gather (answers for the pages, revisions for worse pages)
+    neardup.probes --index--> neardup.gather (answers for the pages, notices for worse pages)
     neardup.gather --gather--> dedup.decisions, neardup.hosts (by host) --hosts--> frontier.host-signals
 
 Records between the agents carry batches (`streams.kafka.records`): the fingerprint agent takes up to

@@ -1,4 +1,4 @@
-"""The gather agent: per URL, probe rounds started, answers and revisions merged, overdue pages decided
+"""The gather agent: per URL, probe rounds started, answers and notices merged, overdue pages decided
 on ticks, decisions published; and the leader's timer that sends the ticks."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class GatherStage(Stage):
         """Per gather partition: when its last tick was processed here (monotonic) and the pages waiting then."""
 
     async def gather(self, stream: StreamT[bytes]) -> None:
-        """Per URL: start probe rounds, merge answers and revisions, decide overdue pages on ticks,
+        """Per URL: start probe rounds, merge answers and notices, decide overdue pages on ticks,
         publish decisions. The records that arrive within `hop_wait_s` are taken together: each
         partition's state changes are written at once, and what they cause goes out as one record
         per destination partition."""
@@ -114,7 +114,7 @@ class GatherStage(Stage):
             elif isinstance(message, Answer):
                 published += self.rule.on_answer(state_of(message.url), message, now)
             else:
-                published += self.rule.on_revision(state_of(message.url), message, now)
+                published += self.rule.on_notice(state_of(message.url), message, now)
         for url, state in touched.items():  # 2.
             states.save(url, state)
             before, after = deadline_before[url], self.rule.awaiting(state)

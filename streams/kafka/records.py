@@ -4,7 +4,7 @@ Every internal record carries a batch, so a page's Kafka cost does not grow with
 tables: what one step sends to one partition travels in one record.
 
 - `neardup.gather`, partitioned by URL (`partition_of(url)`): a list of tagged messages, each a
-  fingerprinted fetch, an answer (one page's tables of one index partition), a revision from a
+  fingerprinted fetch, an answer (one page's tables of one index partition), a notice from a
   better page, or a tick.
 - `neardup.probes`, partitioned by bucket (`partition_of(probe.lo)`): a list of `Probe`s.
 - `neardup.hosts`, partitioned by host: a list of (decision, the URL's decision before it), or a
@@ -18,13 +18,13 @@ its page's entry (`Probe.remove`) carries `true` as a sixth element; other probe
 Format 4 adds partial copies: a `Fetch` list may carry its shingle count and containment minima
 (base64) as tenth and eleventh elements (its ninth, the signature, then present or null), a page
 version its shingle count and minima (bytes) as eighth and ninth, an `Answer` its partials as a sixth,
-a `Revision` a `Partial` as a fourth (its match then null). Format 3 is format 4 without them.
+a `Notice` a `Partial` as a fourth (its match then null). Format 3 is format 4 without them.
 Format 5: a probe whose page version is that of an earlier probe in the same record carries that
 probe's index (an integer) instead of the page version, so a page's probes to one partition carry it
 once (a page version with its signature and minima is most of a probe's bytes). Format 4 is format 5
 without references. Format 6 adds saturated containment buckets: a `Partial` may carry its band mask as a
 third element, an `Answer` its saturated bands' mask as a seventh (its sixth, the partials, then present),
-a `Revision` that mask as a fifth (its fourth then a `Partial` or null). Format 5 is format 6 without them
+a `Notice` that mask as a fifth (its fourth then a `Partial` or null). Format 5 is format 6 without them
 (a partial without a mask is never withdrawn).
 """
 
@@ -40,13 +40,13 @@ import msgpack
 
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.index.bucket import Answer, Probe, Revision
+from neardup_core.index.bucket import Answer, Notice, Probe
 from neardup_core.messages import Decision
 
 VERSION = 6
 READABLE = (2, 3, 4, 5, 6)
-FETCH, ANSWER, REVISION, TICK = "F", "A", "R", "T"
-GatherMessage = Fetch | Answer | Revision | int
+FETCH, ANSWER, NOTICE, TICK = "F", "A", "R", "T"
+GatherMessage = Fetch | Answer | Notice | int
 HostChange = tuple[Decision, Decision | None]
 
 
@@ -106,8 +106,8 @@ def _gather_item(message: GatherMessage) -> list[Any]:
         return [FETCH, message.to_list()]
     if isinstance(message, Answer):
         return [ANSWER, message.to_list()]
-    if isinstance(message, Revision):
-        return [REVISION, message.to_list()]
+    if isinstance(message, Notice):
+        return [NOTICE, message.to_list()]
     return [TICK, int(message)]
 
 
@@ -171,8 +171,8 @@ def decode_gather(raw: bytes) -> list[GatherMessage]:
             out.append(Fetch.from_list(body))
         elif tag == ANSWER:
             out.append(Answer.from_list(body))
-        elif tag == REVISION:
-            out.append(Revision.from_list(body))
+        elif tag == NOTICE:
+            out.append(Notice.from_list(body))
         elif tag == TICK:
             out.append(int(body))
         else:

@@ -17,7 +17,7 @@ RocksDB *secondary* instance (read-only, following the primary's MANIFEST and wr
    catch-up (`_Replica.held`) and reads the replica through them; it catches up only when the loop
    cannot vouch that the primary is the replica plus exactly those writes (below), or when they
    reach `HELD_MAX` keys.
-3. It returns the writes (key, value or None), and the answers and revisions packed for the gather
+3. It returns the writes (key, value or None), and the answers and notices packed for the gather
    partitions they go to.
 4. The loop puts the writes in the take's transaction of the partition and sends the answers; the
    take's commit (`streams.state.commit`) produces their changelog records and, once the broker has them,
@@ -57,7 +57,7 @@ from rocksdict import AccessType, Rdict
 from neardup_core.dedup.retention import advance_clock
 from neardup_core.dedup.version import PageVersion
 from neardup_core.hosts.urls import url_identity
-from neardup_core.index.bucket import Answer, Pairs, Probe, Revision, merged_answers, probe_batch
+from neardup_core.index.bucket import Answer, Notice, Pairs, Probe, merged_answers, probe_batch
 from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
@@ -75,7 +75,7 @@ class IndexOutcome:
     writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     """The writes (None: a delete), in key order."""
     gather: dict[int, list[bytes]] = field(default_factory=dict)
-    """Answers and revisions, packed (`records.pack_gather_message`), by gather partition."""
+    """Answers and notices, packed (`records.pack_gather_message`), by gather partition."""
     probes: int = 0
     seconds: float = 0.0
     expired_versions: int = 0
@@ -88,8 +88,8 @@ def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, part
     caller applies them: the outcome's `writes` are `view`'s). With a retention, the partition's clock
     moves by the probes' pages and the versions first fetched before the horizon are swept first (a
     bounded step), in the same writes."""
-    outcome, answers, revisions = _probe_step(view, raw_records, core, now_ms)
-    outcome.gather = _packed_by_partition([*answers, *revisions], partitions)
+    outcome, answers, notices = _probe_step(view, raw_records, core, now_ms)
+    outcome.gather = _packed_by_partition([*answers, *notices], partitions)
     return outcome
 
 
@@ -108,8 +108,8 @@ class SharedStep:
 
 
 def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int,
-                shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
-    """`index_step` without packing its answers and revisions."""
+                shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
+    """`index_step` without packing its answers and notices."""
     started = time.perf_counter()
     shared = SharedStep.of(core) if shared is None else shared
     probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw, shared.pages)]
@@ -123,14 +123,14 @@ def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now
         if horizon is not None:
             swept = expire_versions(view, core.design, horizon, retention.sweep_max)
             outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
-    answers, revisions = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True,
+    answers, notices = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True,
                                      pairs=shared.pairs)
     outcome.writes = view.pending()
     outcome.seconds = time.perf_counter() - started
-    return outcome, answers, revisions
+    return outcome, answers, notices
 
 
-def _packed_by_partition(messages: list[Answer | Revision], partitions: int) -> dict[int, list[bytes]]:
+def _packed_by_partition(messages: list[Answer | Notice], partitions: int) -> dict[int, list[bytes]]:
     by_partition: dict[int, list[bytes]] = defaultdict(list)
     for message in messages:
         by_partition[records.partition_of(url_identity(message.url).encode(), partitions)].append(
@@ -198,7 +198,7 @@ def _replica(path: str, prefix_bytes: int | None, current: bool = False) -> Over
 
 
 def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int, current: bool,
-                     shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Revision]]:
+                     shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
     """`_probe_step` on the partition's replica; its writes are then held over the replica too."""
     assert _CORE is not None, "the index process starts with _init_index_process"
     held = _replica(path, prefix_bytes, current)
@@ -209,8 +209,8 @@ def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byte
 
 def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int,
                       current: bool = False) -> IndexOutcome:
-    outcome, answers, revisions = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
-    outcome.gather = _packed_by_partition([*answers, *revisions], _PARTITIONS)
+    outcome, answers, notices = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
+    outcome.gather = _packed_by_partition([*answers, *notices], _PARTITIONS)
     return outcome
 
 
@@ -220,24 +220,24 @@ def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bo
     vouches for the writes the replica holds), in one call: the
     outcome of each, or the error of a step that raised (as text, which always pickles), so one
     partition's failure leaves the others' outcomes. The answers of every partition are merged
-    (`merged_answers`) and they and the revisions travel in the first outcome's `gather`."""
+    (`merged_answers`) and they and the notices travel in the first outcome's `gather`."""
     assert _CORE is not None, "the index process starts with _init_index_process"
     out: list[IndexOutcome | str] = []
     answers: list[Answer] = []
-    revisions: list[Revision] = []
+    notices: list[Notice] = []
     shared = SharedStep.of(_CORE)
     for path, raw_records, current in parts:
         try:
-            outcome, said, revised = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current, shared)
+            outcome, said, told = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current, shared)
         except Exception as exc:
             out.append(f"{type(exc).__name__}: {exc}")
         else:
             out.append(outcome)
             answers += said
-            revisions += revised
+            notices += told
     first = next((o for o in out if isinstance(o, IndexOutcome)), None)
-    if first is not None:  # the call's answers and revisions, in one outcome (the agent sends them all together)
-        first.gather = _packed_by_partition([*merged_answers(answers), *revisions], _PARTITIONS)
+    if first is not None:  # the call's answers and notices, in one outcome (the agent sends them all together)
+        first.gather = _packed_by_partition([*merged_answers(answers), *notices], _PARTITIONS)
     return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from rocksdict import Rdict
 
 from neardup_core.dedup.version import PageVersion
-from neardup_core.index.bucket import Answer, Revision, probes_for
+from neardup_core.index.bucket import Answer, Notice, probes_for
 from neardup_core.settings import CoreSettings
 from neardup_core.store.memory import MemoryStore
 from neardup_core.store.overlay import Overlay
@@ -45,18 +45,18 @@ def apply(primary: Rdict, outcome: IndexOutcome) -> None:
 
 def said(outcome: IndexOutcome) -> tuple[set[str | None], set[str]]:
     """The URLs the answers name as the page's better copy (None: no better copy), and the URLs of
-    the worse pages revised."""
+    the worse pages told of a better one."""
     best: set[str | None] = set()
-    revised: set[str] = set()
+    told: set[str] = set()
     for packed in outcome.gather.values():
         for record in records.gather_records_packed(packed):
             for message in records.decode_gather(record):
                 if isinstance(message, Answer):
                     best.add(message.best.candidate.url if message.best else None)
                 else:
-                    assert isinstance(message, Revision)
-                    revised.add(message.url)
-    return best, revised
+                    assert isinstance(message, Notice)
+                    told.add(message.url)
+    return best, told
 
 
 def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_a_dead_process_is_replaced(
@@ -234,7 +234,7 @@ def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_t
 def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_separate_steps_say() -> None:
     """`SharedStep`: a page's probes, split over the index partitions by bucket (as the gather agent sends
     them), stepped partition by partition in one call with one memo, give each partition the writes,
-    answers and revisions that the same steps give alone; the page is decoded once and the rule asked
+    answers and notices that the same steps give alone; the page is decoded once and the rule asked
     once per pair across the partitions, not once per partition."""
     from neardup_core.index.bucket import Probe
     from streams.processes.index import SharedStep, _probe_step
@@ -251,8 +251,8 @@ def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_s
     def run(shared: SharedStep | None) -> list[tuple[object, ...]]:
         out = []
         for partition in sorted(raw):
-            outcome, answers, revisions = _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, shared)
-            out.append((outcome.writes, sorted(map(repr, answers)), sorted(map(repr, revisions))))
+            outcome, answers, notices = _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, shared)
+            out.append((outcome.writes, sorted(map(repr, answers)), sorted(map(repr, notices))))
         return out
 
     shared = SharedStep.of(CORE)

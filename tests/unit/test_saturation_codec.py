@@ -1,5 +1,5 @@
 """The saturated-bucket fields on the wire and in the URL state: a partial copy's band mask, an answer's and a
-revision's saturated bands, a version's dead mask; records of the format before (no masks) still read, and
+notice's saturated bands, a version's dead mask; records of the format before (no masks) still read, and
 the gather withdraws a partial copy whose every band is dead."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from neardup_core.dedup.gather import Gather, UrlState, VersionState
 from neardup_core.dedup.rule import ALL_BANDS, Partial, named_partials
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.index.bucket import Answer, Revision
+from neardup_core.index.bucket import Answer, Notice
 from neardup_core.settings import CoreSettings
 from streams.kafka.records import decode_gather, encode_gather
 
@@ -33,14 +33,14 @@ def page(url: str, text: str) -> PageVersion:
 def test_masks_travel_in_gather_records_and_the_format_before_reads_without_them() -> None:
     held = Partial(page("https://a.example/x", "a" * 64), 0.75, 0b1010)
     answer = Answer("https://b.example/y", b"v" * 12, T0, (0x100, 0x101), None, (held,), 0b100)
-    told = Revision("https://b.example/y", b"v" * 12, None, None, 0b1000)
-    found = Revision("https://b.example/y", b"v" * 12, None, held)
+    told = Notice("https://b.example/y", b"v" * 12, None, None, 0b1000)
+    found = Notice("https://b.example/y", b"v" * 12, None, held)
     assert decode_gather(encode_gather([answer, told, found])) == [answer, told, found]
     before = msgpack.packb([5, [["A", [*answer.to_list()[:5], [held.to_list()[:2]]]],
                                 ["R", found.to_list()[:3] + [held.to_list()[:2]]]]], use_bin_type=True)
     old_answer, old_found = decode_gather(before)
     assert isinstance(old_answer, Answer) and old_answer.dead == 0 and old_answer.partials[0].bands == ALL_BANDS
-    assert isinstance(old_found, Revision) and old_found.dead == 0 and old_found.partial is not None
+    assert isinstance(old_found, Notice) and old_found.dead == 0 and old_found.partial is not None
     assert old_found.partial.bands == ALL_BANDS
 
 
@@ -62,8 +62,8 @@ def test_the_gather_withdraws_a_partial_copy_whose_bands_all_saturate() -> None:
     tables = tuple(sorted({p.table for p in probes}))
     first = gather.on_answer(state, Answer(holder.url, vid, T0, tables, None, (original,)), T0)
     assert [p["url"] for p in first[-1].decision.partial_of] == ["https://news.example/a"]
-    assert gather.on_revision(state, Revision(holder.url, vid, None, None, 0b01), T0) == []  # band 1 still finds it
-    withdrawn = gather.on_revision(state, Revision(holder.url, vid, None, None, 0b10), T0)
+    assert gather.on_notice(state, Notice(holder.url, vid, None, None, 0b01), T0) == []  # band 1 still finds it
+    withdrawn = gather.on_notice(state, Notice(holder.url, vid, None, None, 0b10), T0)
     assert withdrawn and withdrawn[-1].decision.partial_of == []
-    replayed = gather.on_revision(state, Revision(holder.url, vid, None, None, 0b10), T0)
+    replayed = gather.on_notice(state, Notice(holder.url, vid, None, None, 0b10), T0)
     assert [p.decision for p in replayed] == [withdrawn[-1].decision]  # a replay says the same again

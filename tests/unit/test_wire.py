@@ -17,7 +17,7 @@ from neardup_core.dedup.gather import VersionState
 from neardup_core.dedup.rule import ALL_BANDS, Match, Partial
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.index.bucket import Answer, Probe, Revision
+from neardup_core.index.bucket import Answer, Notice, Probe
 from neardup_core.wire import Positional, positional, positional_from_list, positional_to_list
 
 # -- format 6 as the hand-written encoders wrote it (session 21's code, verbatim but for names) ---------
@@ -61,7 +61,7 @@ def ref_answer(a: Answer) -> list[Any]:
     return [*out, [ref_partial(p) for p in a.partials]] if a.partials else out
 
 
-def ref_revision(r: Revision) -> list[Any]:
+def ref_revision(r: Notice) -> list[Any]:
     out = [r.url, r.version_id, ref_match(r.match) if r.match is not None else None]
     if r.dead:
         return [*out, ref_partial(r.partial) if r.partial is not None else None, r.dead]
@@ -110,7 +110,7 @@ probes = st.builds(Probe, st.integers(0, 300), st.binary(max_size=9), st.binary(
 answers = st.builds(Answer, text, st.binary(min_size=12, max_size=12), st.integers(0, 2**45),
                     st.lists(st.integers(0, 300), max_size=5).map(tuple), st.none() | matches,
                     st.lists(partials, max_size=3).map(tuple), st.integers(0, (1 << 48) - 1))
-revisions = st.builds(Revision, text, st.binary(min_size=12, max_size=12), st.none() | matches,
+notices = st.builds(Notice, text, st.binary(min_size=12, max_size=12), st.none() | matches,
                       st.none() | partials, st.integers(0, (1 << 48) - 1))
 states = st.builds(VersionState, fetches(), st.integers(0, 2**45), st.integers(0, 64),
                    st.lists(st.integers(0, 300), max_size=5), st.none() | matches, st.booleans(),
@@ -118,7 +118,7 @@ states = st.builds(VersionState, fetches(), st.integers(0, 2**45), st.integers(0
 
 CASES = [(PageVersion, versions(), ref_version), (Fetch, fetches(), ref_fetch), (Match, matches, ref_match),
          (Partial, partials, ref_partial), (Probe, probes, ref_probe), (Answer, answers, ref_answer),
-         (Revision, revisions, ref_revision), (VersionState, states, ref_state)]
+         (Notice, notices, ref_revision), (VersionState, states, ref_state)]
 
 
 @pytest.mark.parametrize(("cls", "strategy", "reference"), CASES, ids=[c[0].__name__ for c in CASES])
@@ -143,8 +143,8 @@ def test_the_formats_before_read_with_the_later_fields_at_their_defaults() -> No
     assert Partial.from_list([v, 0.75]).bands == ALL_BANDS  # format 5: no band mask
     answer = Answer.from_list(["https://a.example/", b"i" * 12, 5, [1, 2], None])  # format 3: no partials
     assert answer.partials == () and answer.dead == 0 and answer.tables == (1, 2)
-    revision = Revision.from_list(["https://a.example/", b"i" * 12, match])
-    assert revision.partial is None and revision.dead == 0 and revision.match == Match.from_list(match)
+    notice = Notice.from_list(["https://a.example/", b"i" * 12, match])
+    assert notice.partial is None and notice.dead == 0 and notice.match == Match.from_list(match)
     fetch = Fetch.from_list(["u", "h", 1, 0.5, "b", "t", 7, None])  # format 2: no signature, skip reason null
     assert fetch.minhash is None and fetch.skip_reason is None
     assert fetch.to_list() == ["u", "h", 1, 0.5, "b", "t", 7, None]  # its eight places stay, null or not
