@@ -207,16 +207,9 @@ def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[byte
     return stepped
 
 
-def _index_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int,
-                      current: bool = False) -> IndexOutcome:
-    outcome, answers, notices = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current)
-    outcome.gather = _packed_by_partition([*answers, *notices], _PARTITIONS)
-    return outcome
-
-
 def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bool]], now_ms: int
                 ) -> list[IndexOutcome | str]:
-    """`_index_in_replica` of each partition's records (its RocksDB path, its records, whether the loop
+    """`_step_in_replica` of each partition's records (its RocksDB path, its records, whether the loop
     vouches for the writes the replica holds), in one call: the
     outcome of each, or the error of a step that raised (as text, which always pickles), so one
     partition's failure leaves the others' outcomes. The answers of every partition are merged
@@ -289,24 +282,13 @@ class IndexProcess:
         log.info("index processes started (pids %s)", ", ".join(map(str, pids)))
         return pids
 
-    async def run(self, partition: int, path: str, raw_records: list[bytes], now_ms: int) -> IndexOutcome:
-        """`index_step` of the records on `partition`, whose RocksDB is at `path`, in its index process;
-        if the process died (killed, out of memory), once more in a new one."""
-        loop = asyncio.get_running_loop()
-        args: tuple[Any, ...] = (path, self.core.design.prefix_bytes, raw_records, now_ms)
-        try:
-            return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
-        except BrokenProcessPool:
-            log.warning("the index process of partition %d died; starting it again", partition)
-            self._close(partition % len(self._pools))
-            return await loop.run_in_executor(self.pool(partition), _index_in_replica, *args)
-
     async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int,
                        sequences: dict[int, int] | None = None) -> dict[int, IndexOutcome | IndexStepFailed]:
-        """`run` of every partition of a take (partition: its RocksDB path and records), with one call
-        per index process rather than one per partition: at 32 partitions a take touches most of them,
-        and each call costs a round trip and the loop's futures. A step that raised in the process
-        gives `IndexStepFailed` for its partition; a process that died twice raises. `sequences`: each
+        """`index_step` of every partition of a take (partition: its RocksDB path and records) in its
+        index process, with one call per process rather than one per partition: at 32 partitions a take
+        touches most of them, and each call costs a round trip and the loop's futures. A process that
+        died (killed, out of memory) is started again and the call made once more; one that died twice
+        raises. A step that raised in the process gives `IndexStepFailed` for its partition. `sequences`: each
         partition's primary sequence number now; where it is still the one noted by `applied`, the
         process skips its catch-up."""
         loop = asyncio.get_running_loop()

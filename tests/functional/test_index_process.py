@@ -59,6 +59,12 @@ def said(outcome: IndexOutcome) -> tuple[set[str | None], set[str]]:
     return best, told
 
 
+async def run_one(index: IndexProcess, partition: int, path: str, raw_records: list[bytes]) -> IndexOutcome:
+    """One partition's step through `run_many`, the worker's one way into the index processes."""
+    outcome = (await index.run_many({partition: (path, raw_records)}, 0))[partition]
+    assert isinstance(outcome, IndexOutcome), outcome
+    return outcome
+
 def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_a_dead_process_is_replaced(
         tmp_path: Path) -> None:
     path = tmp_path / "index-0.db"
@@ -71,13 +77,13 @@ def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_
             primary = open_primary(path)
 
             # 1. the first page finds nothing; its writes come back unapplied
-            outcome = await index.run(0, str(path), [probes_record(first)], 0)
+            outcome = await run_one(index, 0, str(path), [probes_record(first)])
             assert said(outcome) == ({None}, set()) and outcome.probes == len(probes_for(CORE.design, first))
             assert outcome.writes and not list(RocksStore.wrap(primary).scan(b"", b"\xff"))
             apply(primary, outcome)
 
             # 2. once applied to the primary, the replica sees them: the copy finds the first page
-            outcome = await index.run(0, str(path), [probes_record(copy)], 0)
+            outcome = await run_one(index, 0, str(path), [probes_record(copy)])
             assert said(outcome) == ({first.url}, set())
             apply(primary, outcome)
 
@@ -85,14 +91,14 @@ def test_the_replica_follows_the_primary_is_opened_again_when_the_db_is_new_and_
             primary.close()
             shutil.rmtree(path)
             primary = open_primary(path)
-            outcome = await index.run(0, str(path), [probes_record(copy)], 0)
+            outcome = await run_one(index, 0, str(path), [probes_record(copy)])
             assert said(outcome) == ({None}, set()), "a replica of the deleted DB would still find the first page"
             apply(primary, outcome)
 
             # 4. the process killed: the next call runs in a new one, on the same data
             os.kill(pid, signal.SIGKILL)
             await asyncio.sleep(0.5)
-            outcome = await index.run(0, str(path), [probes_record(first)], 0)
+            outcome = await run_one(index, 0, str(path), [probes_record(first)])
             assert said(outcome) == ({None}, {copy.url}), "the better first page revises the copy it finds"
             assert (await index.start()) != [pid]
             primary.close()
@@ -113,13 +119,15 @@ def test_two_index_processes_each_keep_their_partitions(tmp_path: Path) -> None:
         try:
             pids = await index.start()
             assert len(set(pids)) == 2
-            outcomes = await asyncio.gather(*(index.run(p, str(paths[p]), [probes_record(first)], 0) for p in range(2)))
+            outcomes = await asyncio.gather(*(run_one(index, p, str(paths[p]), [probes_record(first)])
+                                              for p in range(2)))
             for primary, outcome in zip(primaries, outcomes, strict=True):
                 assert said(outcome) == ({None}, set())
                 apply(primary, outcome)
             os.kill(pids[1], signal.SIGKILL)
             await asyncio.sleep(0.5)
-            outcomes = await asyncio.gather(*(index.run(p, str(paths[p]), [probes_record(copy)], 0) for p in range(2)))
+            outcomes = await asyncio.gather(*(run_one(index, p, str(paths[p]), [probes_record(copy)])
+                                              for p in range(2)))
             assert [said(o) for o in outcomes] == [({first.url}, set())] * 2
             after = await index.start()
             assert after[0] == pids[0] and after[1] not in pids
