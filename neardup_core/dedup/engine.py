@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
-from neardup_core.dedup.retention import URL_CLOCK, Expired, advance_clock
+from neardup_core.dedup.retention import URL_CLOCK, Expired
+from neardup_core.dedup.sweep import sweep
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import probe_batch, removals_for
-from neardup_core.index.expiry import expire_versions
 from neardup_core.messages import Decision
 from neardup_core.settings import CoreSettings, Difference, state_differences, state_settings
 from neardup_core.store.base import Store
@@ -122,22 +122,17 @@ class Engine:
 
     def _expire(self, event_ms: int, now_ms: int) -> int | None:
         """With a retention: the horizon after this fetch moved the clock, once the versions and URL
-        states before it are swept (a bounded step: one fetch adds at most one of each)."""
-        retention = self.settings.retention
-        if retention is None:
-            return None
-        clock = advance_clock(self.urls.store, URL_CLOCK, event_ms, now_ms)
-        horizon = self.urls.horizon_ms = retention.horizon(clock)
-        if horizon is None:
+        states before it are swept (`sweep`: one fetch adds at most one of each)."""
+        if self.settings.retention is None:
             return None
         index, urls = Overlay(self.index), Overlay(self.urls.store)
-        swept = expire_versions(index, self.settings.design, horizon, retention.sweep_max)
-        states = UrlStates(urls, retention)
-        states.horizon_ms = horizon
-        self.expired.add(swept.versions, swept.entries, len(states.expire(retention.sweep_max)))
+        swept = sweep(self.settings.retention, urls, URL_CLOCK, event_ms, now_ms, index=index,
+                      design=self.settings.design, urls=UrlStates(urls, self.settings.retention))
+        self.urls.horizon_ms = swept.horizon_ms
+        self.expired.add(swept.versions, swept.entries, len(swept.urls))
         index.commit()
         urls.commit()
-        return horizon
+        return swept.horizon_ms
 
     def close(self) -> None:
         for store in (self.index, self.urls.store):

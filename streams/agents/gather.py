@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from faust.types import AppT, EventT, StreamT
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
-from neardup_core.dedup.retention import URL_CLOCK, advance_clock
+from neardup_core.dedup.retention import URL_CLOCK
+from neardup_core.dedup.sweep import sweep
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe
@@ -149,12 +150,10 @@ class GatherStage(Stage):
         """With a retention: move the partition's clock by the record's fetches and remove the URL
         states last fetched before the horizon, with their pending keys (a bounded step, in the
         take's writes, so the deletes reach the changelog and its replays)."""
-        retention = self.core.retention
-        if retention is None:
+        if self.core.retention is None:
             return
         newest = max((m.fetched_at_ms for m in messages if isinstance(m, Fetch)), default=None)
-        states.horizon_ms = retention.horizon(advance_clock(states.store, URL_CLOCK, newest, now_ms()))
-        for identity, state in states.expire(retention.sweep_max):
+        for identity, state in sweep(self.core.retention, states.store, URL_CLOCK, newest, now_ms(), urls=states).urls:
             deadline = self.rule.awaiting(state)
             if deadline is not None:
                 states.store.delete(pending_key(deadline, identity))

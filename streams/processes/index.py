@@ -54,11 +54,10 @@ from typing import Any
 
 from rocksdict import AccessType, Rdict
 
-from neardup_core.dedup.retention import advance_clock
+from neardup_core.dedup.sweep import sweep
 from neardup_core.dedup.version import PageVersion
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Notice, Pairs, Probe, merged_answers, probe_batch
-from neardup_core.index.expiry import expire_versions
 from neardup_core.index.keys import INDEX_CLOCK
 from neardup_core.settings import CoreSettings
 from neardup_core.store.overlay import Overlay
@@ -115,15 +114,11 @@ def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now
     probes: list[Probe] = [p for raw in raw_records for p in records.decode_probes(raw, shared.pages)]
     outcome = IndexOutcome(probes=len(probes))
     retention = core.retention
-    horizon = window = None
-    if retention is not None:
-        newest = max((p.page.fetched_at_ms for p in probes), default=None)
-        horizon = retention.horizon(advance_clock(view, INDEX_CLOCK, newest, now_ms))
-        window = retention.window_ms
-        if horizon is not None:
-            swept = expire_versions(view, core.design, horizon, retention.sweep_max)
-            outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
-    answers, notices = probe_batch(view, probes, core.design, core.k, horizon, window, buffered=True,
+    newest = max((p.page.fetched_at_ms for p in probes), default=None) if retention is not None else None
+    swept = sweep(retention, view, INDEX_CLOCK, newest, now_ms, index=view, design=core.design)
+    outcome.expired_versions, outcome.expired_entries = swept.versions, swept.entries
+    window = retention.window_ms if retention is not None else None
+    answers, notices = probe_batch(view, probes, core.design, core.k, swept.horizon_ms, window, buffered=True,
                                      pairs=shared.pairs)
     outcome.writes = view.pending()
     outcome.seconds = time.perf_counter() - started
