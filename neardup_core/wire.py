@@ -127,6 +127,7 @@ def _compile(cls: type[Any]) -> None:
     env: dict[str, Any] = {"b64encode": b64.b64encode, "b64decode": b64.b64decode}
     encode: list[str] = []
     decode: list[str] = []
+    plain = True
     for i, (name, default) in enumerate(fields):
         value, raw = f"self.{name}", f"data[{i}]"
         kind, what = _inner(hints[name])
@@ -146,6 +147,7 @@ def _compile(cls: type[Any]) -> None:
             enc, dec = f"list({value})", f"tuple({raw})"
         else:
             enc, dec = value, raw
+        plain = plain and kind == "plain" and name not in base64_fields
         if default is not _MISSING:
             env[f"D{i}"] = default.make if isinstance(default, _Factory) else default
             if i >= keep:
@@ -162,8 +164,11 @@ def _compile(cls: type[Any]) -> None:
         lines.append(f"        return [{', '.join(encode[:last + 1])}]")
     lines.append(f"    return [{', '.join(encode[:required])}]")
     lines.append("def from_list(cls, data):")
-    lines.append("    n = len(data)")
-    lines.append(f"    return cls({', '.join(decode)})")
+    if plain:  # every field as it is: the absent ones take the class's own defaults
+        lines.append("    return cls(*data)")
+    else:
+        lines.append("    n = len(data)")
+        lines.append(f"    return cls({', '.join(decode)})")
     exec("\n".join(lines), env)  # noqa: S102 (code made here from the class's own field names)
     cls.to_list = env["to_list"]
     cls.from_list = classmethod(env["from_list"])
