@@ -5,7 +5,7 @@
 
 The pairs are `neardup_core.testing.containment_pairs` (corpus articles embedded at 30-95% into other
 articles' paragraphs, same-template-group page pairs, unrelated pairs), the estimate is
-`neardup_core.fingerprint.containment.containment` on the sketches scan would make (`text_sketch`,
+`neardup_core.fingerprint.containment.containment` on the sketches scan would make (`text_fingerprints(...).sketch`,
 default settings: shingle size 2, 80 rows of 8 bits), judged against exact containment
 (`neardup_core.testing.containment_eval`). Prints markdown; `--write` also writes it to a file, with the
 date and the command (no machine paths). Measures quality, not time.

@@ -23,7 +23,7 @@ pairs that `PAIRS.jsonl` labels duplicate or near-duplicate are not counted), an
 With ``--labelled`` (N sampled pages, default all), also the labelled set of `neardup tune`
 (`neardup_core.testing.labelled`: seven kinds of variants of each sampled page, and every pair of
 different pages of one template group) is built once and scored with each extraction's fingerprints
-(`text_fingerprint` of its main text; none for an empty or skipped page): precision and recall at
+(`text_fingerprints` of its main text; none for an empty or skipped page): precision and recall at
 k = 3 (the default) and k = 7, and recall per variant kind at k = 3, the same rows for both.
 
 The tables go to standard output and are appended to ``bench/results/extraction.md``.
@@ -46,7 +46,7 @@ from common import DEFAULT_CORPUS, Table, append_results, best_times, require_co
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neardup_core.extract.main_text import Extraction, extract  # noqa: E402
-from neardup_core.fingerprint.page import text_fingerprint  # noqa: E402
+from neardup_core.fingerprint.page import text_fingerprints  # noqa: E402
 from neardup_core.testing.corpus import load_html, read_curated, read_manifest  # noqa: E402
 from neardup_core.testing.evaluate import PairScore, score_per_k  # noqa: E402
 from neardup_core.testing.labelled import NEGATIVE, build_labelled_set, read_ground_truth, scored_rows  # noqa: E402
@@ -90,7 +90,7 @@ def collisions(texts: dict[str, str], not_distinct: set[frozenset[str]]) -> list
     by_digest: dict[str, list[str]] = defaultdict(list)
     for path, text in texts.items():
         if text.strip():
-            by_digest[text_fingerprint(text)[0]].append(path)
+            by_digest[text_fingerprints(text).digest].append(path)
     return [(a, b) for paths in by_digest.values() for a, b in combinations(sorted(paths), 2)
             if frozenset((a, b)) not in not_distinct]
 
@@ -107,7 +107,7 @@ def labelled_tables(corpus: Path, names: list[str], sample: int | None) -> list[
 
         def fingerprint(html: str, run: Callable[[str], Extraction] = run) -> tuple[str | None, int | None]:
             text = run(html).text
-            return text_fingerprint(text) if text.strip() else (None, None)
+            return text_fingerprints(text)[:2] if text.strip() else (None, None)
 
         scored[name] = [(row["kind"], s) for row, s in scored_rows(labelled.rows, fingerprint)]
     n_dup = sum(row["duplicate"] for row in labelled.rows)

@@ -7,7 +7,7 @@ anything is timed. Each contender then goes from the main text to a fingerprint 
 features: the word S-shingles of `features.feature_tokens` (case-folded NFKC words, numbers and
 calendar words as placeholders); timing is per page, best of R runs, contenders taking turns:
 
-* ``neardup SimHash``: `shingle_features(text, S)` then `simhash64` (what `text_fingerprint` runs);
+* ``neardup SimHash``: `shingle_features(text, S)` then `simhash64` (what `text_fingerprints` runs);
 * ``datasketch MinHash(128)``: the shingles as UTF-8 strings, ``MinHash(num_perm=128)`` and
   ``update_batch`` (datasketch's default SHA-1 hash), as its documentation shows;
 * ``datasketch MinHash(128), shared permutations``: the same, but the permutation parameters are made
@@ -50,7 +50,7 @@ from simhash import Simhash
 from neardup_core.extract.main_text import ExtractError, extract
 from neardup_core.fingerprint import features as nf
 from neardup_core.fingerprint.features import feature_tokens, shingle_features, tokens
-from neardup_core.fingerprint.page import text_fingerprint
+from neardup_core.fingerprint.page import text_fingerprints
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.ingest.decode import DecodeError, decode_body
 from neardup_core.settings import CoreSettings
@@ -136,7 +136,7 @@ def contenders(size: int) -> tuple[dict[str, Callable[[Any], object]], dict[str,
     }
     settings = CoreSettings(shingle_size=size)
     whole: dict[str, Callable[[Any], object]] = {
-        "text_fingerprint (text digest + features + SimHash)": lambda item: text_fingerprint(item[0], settings),
+        "text_fingerprints (text digest + features + SimHash)": lambda item: text_fingerprints(item[0], settings),
     }
     return main, {**parts, **whole}
 

@@ -26,7 +26,7 @@ import justext
 from simhash import Simhash
 
 from neardup_core.extract.stoplists import detect_stoplist
-from neardup_core.fingerprint.page import html_fingerprint
+from neardup_core.fingerprint.page import html_fingerprints
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.corpus import load_html, read_curated
 from neardup_core.testing.evaluate import KScore, PairScore, pair_score, recommend_k, score_per_k
@@ -65,7 +65,7 @@ def baseline_fingerprint(html: str) -> Fingerprint:
 
 
 def ours(settings: CoreSettings) -> Callable[[str], Fingerprint]:
-    return lambda html: html_fingerprint(html, settings)
+    return lambda html: html_fingerprints(html, settings)[:2]
 
 
 def balanced_precision(recall: float, fp_rate: float) -> float:

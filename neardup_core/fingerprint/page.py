@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from neardup_core.extract.main_text import ExtractError, Extraction, extract
 from neardup_core.fingerprint.containment import ShingleSketch, text_minima
@@ -270,34 +271,43 @@ def skip_reason(main: Extraction) -> str | None:
     return None
 
 
-def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS
-                      ) -> tuple[str, int | None, bytes | None]:
-    """(text digest, SimHash, MinHash signature) of a main text: the SimHash and the signature are
-    None when the text has too few features, the signature also when MinHash is off. Both are over
-    the same shingles."""
+class TextFingerprints(NamedTuple):
+    """A main text's fingerprints, as a `Fetch` carries them: its digest (None: a page that is skipped,
+    `html_fingerprints`), SimHash and MinHash signature (None when the text has too few features; the
+    signature also when it is not asked for), and its distinct shingle count (None: too few features)."""
+
+    digest: str | None
+    simhash: int | None
+    minhash: bytes | None
+    shingles: int | None
+
+    @property
+    def sketch(self) -> ShingleSketch | None:
+        """The signature and the shingle count, for a containment estimate (`containment.containment`)."""
+        return None if self.minhash is None or self.shingles is None else ShingleSketch(self.minhash, self.shingles)
+
+
+NO_TEXT = TextFingerprints(None, None, None, None)
+
+
+def text_fingerprints(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS, *, signed: bool | None = None
+                      ) -> TextFingerprints:
+    """The fingerprints of a main text (the one entry point for a text; `html_fingerprints` for a page):
+    the SimHash and the signature over the same shingles, the signature when MinHash is on (`signed`
+    overrides it: a containment estimate signs whatever the settings)."""
     digest, features = _digest_and_features(main_text, settings)
     if features is None:
-        return digest, None, None
-    signature = minhash(features.hashes, settings.bands * settings.rows) if settings.minhash else None
-    return digest, simhash64(features.hashes, features.weights), signature
+        return TextFingerprints(digest, None, None, None)
+    sign = settings.minhash if signed is None else signed
+    signature = minhash(features.hashes, settings.bands * settings.rows) if sign else None
+    return TextFingerprints(digest, simhash64(features.hashes, features.weights), signature, len(features))
 
 
-def text_sketch(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> ShingleSketch | None:
-    """The MinHash signature and the distinct shingle count of a main text, over the shingles
-    `text_fingerprints` signs (so the signature is the one a `Fetch` carries), for a containment
-    estimate (`containment.containment`); None when the text has too few features. (A `Fetch` carries
-    the count beside its containment minima.)"""
-    _, features = _digest_and_features(main_text, settings)
-    if features is None:
-        return None
-    signature = minhash(features.hashes, settings.bands * settings.rows)
-    return None if signature is None else ShingleSketch(signature, len(features))
-
-
-def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str, int | None]:
-    """(text digest, SimHash or None when the text has too few features) of a main text."""
-    digest, features = _digest_and_features(main_text, settings)
-    return digest, None if features is None else simhash64(features.hashes, features.weights)
+def text_fingerprint(main_text: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:
+    """Deprecated, kept for `neardup_core.text_fingerprint` (exported before the API was cut):
+    `text_fingerprints(main_text, settings)[:2]`."""
+    fingerprints = text_fingerprints(main_text, settings)
+    return fingerprints.digest, fingerprints.simhash
 
 
 def _digest_and_features(main_text: str, settings: CoreSettings) -> tuple[str, Features | None]:
@@ -314,17 +324,10 @@ def _tokens_digest_and_features(main_text: str, settings: CoreSettings
     return toks, tokens_sha256(toks), features if len(features) >= settings.min_features else None
 
 
-def html_fingerprint(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> tuple[str | None, int | None]:
-    """(text digest, SimHash) of `html_fingerprints`: (None, None) when the page would be skipped."""
-    digest, simhash, _ = html_fingerprints(html, settings)
-    return digest, simhash
-
-
-def html_fingerprints(html: str, settings: CoreSettings = DEFAULT_SETTINGS
-                      ) -> tuple[str | None, int | None, bytes | None]:
-    """(text digest, SimHash, MinHash signature) of an HTML page's main text, as `fingerprint` makes
-    them; (None, None, None) when the page would be skipped (no main text, or only template text)."""
+def html_fingerprints(html: str, settings: CoreSettings = DEFAULT_SETTINGS) -> TextFingerprints:
+    """`text_fingerprints` of an HTML page's main text, as `fingerprint` makes them; `NO_TEXT` (every
+    field None) when the page would be skipped (no main text, or only template text)."""
     main = extract(html)
     if skip_reason(main) is not None:
-        return None, None, None
+        return NO_TEXT
     return text_fingerprints(main.text, settings)

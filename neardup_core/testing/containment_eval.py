@@ -1,7 +1,7 @@
 """How well the containment estimate tells partial copies, on labelled pairs (`containment_pairs`).
 
-Each pair gets the estimate of B in A from the two texts' sketches (`page.text_sketch`: the signature
-`neardup scan` makes and the distinct shingle count), and is judged against its exact containment.
+Each pair gets the estimate of B in A from the two texts' sketches (`text_fingerprints(...).sketch`:
+the signature `neardup scan` makes and the distinct shingle count), and is judged against its exact containment.
 "containment >= t" is the test a future `NEARDUP_CONTAINMENT = t` would apply:
 
 - per band of exact containment, the share of pairs the test flags (recall in the bands at or above
@@ -26,7 +26,7 @@ from neardup_core.dedup.rule import containment_estimate, partial_match
 from neardup_core.dedup.version import PageVersion
 from neardup_core.fingerprint.containment import ShingleSketch, containment, containment_sd, text_minima
 from neardup_core.fingerprint.minhash import minhash, shared_band
-from neardup_core.fingerprint.page import _tokens_digest_and_features, text_sketch
+from neardup_core.fingerprint.page import _tokens_digest_and_features, text_fingerprints
 from neardup_core.fingerprint.simhash import simhash64
 from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 from neardup_core.testing.containment_pairs import EMBEDDED, SAME_GROUP, UNRELATED, ContainmentPair
@@ -65,7 +65,7 @@ def score(pairs: Iterable[ContainmentPair], settings: CoreSettings = DEFAULT_SET
 
     def sketch(text: str) -> ShingleSketch | None:
         if text not in cache:
-            cache[text] = text_sketch(text, settings)
+            cache[text] = text_fingerprints(text, settings, signed=True).sketch
         return cache[text]
 
     out = []
@@ -213,7 +213,7 @@ def band_rows(scored: Sequence[ScoredPair], threshold: float, settings: CoreSett
 
     def signature(text: str) -> bytes | None:
         if text not in cache:
-            cache[text] = text_sketch(text, settings)
+            cache[text] = text_fingerprints(text, settings, signed=True).sketch
         sketch = cache[text]
         return None if sketch is None else sketch.signature
 

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import Rejected, fingerprint_event, html_fingerprint
+from neardup_core.fingerprint.page import Rejected, fingerprint_event, html_fingerprints
 from neardup_core.ingest.files import FileError, RawEvent, read_inputs
 from streams.cli.scan import run_scan
 from streams.settings import load
@@ -164,7 +164,7 @@ def test_encoded_payloads_are_fingerprinted_decoded(scanned: dict[str, Any]) -> 
     latest, rejected = scanned["latest"], rejected_urls(scanned["rejects"])
     for url, seed in ((A1, 1), ("https://b.example/chunked", 3), ("https://b.example/gz", 4),
                       ("https://b.example/both", 5), ("https://a.example/notes", 2)):
-        text_digest, _ = html_fingerprint(article(seed).decode())
+        text_digest = html_fingerprints(article(seed).decode()).digest
         assert latest[url]["text_sha256"] == text_digest, url
         assert latest[url]["body_sha256"] == hashlib.sha256(article(seed)).hexdigest(), url
     assert "inflates past the cap" in rejected["https://b.example/bomb"]

@@ -22,7 +22,7 @@ from neardup_core.fingerprint.containment import (
 )
 from neardup_core.fingerprint.features import token_features, tokens
 from neardup_core.fingerprint.minhash import exact_jaccard, jaccard, minhash
-from neardup_core.fingerprint.page import text_fingerprints, text_sketch
+from neardup_core.fingerprint.page import text_fingerprints
 from neardup_core.settings import CoreSettings
 from neardup_core.testing.containment_eval import BANDS, ThresholdRow, recommend_threshold, template_flag_share
 from neardup_core.testing.containment_pairs import SAME_GROUP
@@ -131,11 +131,11 @@ def test_text_sketch_is_the_fetch_signature_with_the_shingle_count() -> None:
     settings = CoreSettings()
     text = ("The committee met on Tuesday to discuss the budget for the coming year and agreed to "
             "postpone the vote on the new library until the auditors report in the spring.")
-    sketch = text_sketch(text, settings)
+    sketch = text_fingerprints(text, settings, signed=True).sketch
     assert sketch is not None
-    assert sketch.signature == text_fingerprints(text, settings)[2]
+    assert sketch.signature == text_fingerprints(text, settings).minhash
     assert sketch.shingles == len(token_features(tokens(text), settings.shingle_size))
-    assert text_sketch("too short", settings) is None
+    assert text_fingerprints("too short", settings, signed=True).sketch is None
 
 
 def _row(t: float, margin_precision: float, template: tuple[int, int]) -> ThresholdRow:

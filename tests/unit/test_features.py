@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from neardup_core.fingerprint import features
 from neardup_core.fingerprint.digests import text_sha256, tokens_sha256
 from neardup_core.fingerprint.features import feature_tokens, shingle_features, token_features, token_hash, tokens
-from neardup_core.fingerprint.page import text_fingerprint
+from neardup_core.fingerprint.page import text_fingerprints
 from neardup_core.fingerprint.simhash import hamming, hamming_many, simhash64
 from neardup_core.settings import CoreSettings
 
@@ -97,13 +97,13 @@ def test_text_digest_is_of_the_normalised_tokens() -> None:
     text = "  Hello,\n\nWORLD!  ﬁne "
     assert text_sha256(text) == hashlib.sha256(b"hello world fine").hexdigest()
     assert tokens_sha256(tokens(text)) == text_sha256(text)
-    assert text_fingerprint(text, CoreSettings(min_features=1))[0] == text_sha256(text)
+    assert text_fingerprints(text, CoreSettings(min_features=1)).digest == text_sha256(text)
 
 
 def test_text_fingerprint_needs_min_features() -> None:
-    assert text_fingerprint("one two three", CoreSettings(shingle_size=2, min_features=8))[1] is None
+    assert text_fingerprints("one two three", CoreSettings(shingle_size=2, min_features=8)).simhash is None
     f = shingle_features("one two three", 2)
-    assert text_fingerprint("one two three", CoreSettings(shingle_size=2, min_features=2))[1] == \
+    assert text_fingerprints("one two three", CoreSettings(shingle_size=2, min_features=2)).simhash == \
         simhash64(f.hashes, f.weights)
 
 

@@ -80,12 +80,13 @@ def test_bands_of_rows() -> None:
 
 def test_text_fingerprints_share_the_simhash_shingles() -> None:
     on = CoreSettings(minhash=True)
-    digest, simhash, sig = text_fingerprints(TEXT, on)
-    assert (digest, simhash) == text_fingerprint(TEXT, on)
+    digest, simhash, sig, shingles = text_fingerprints(TEXT, on)
+    assert (digest, simhash) == text_fingerprint(TEXT, on)  # the deprecated name: its first two
     features = shingle_features(TEXT, on.shingle_size)
-    assert sig == minhash(features.hashes, on.bands * on.rows)
-    assert text_fingerprints(TEXT, CoreSettings(minhash=False))[2] is None  # off
-    assert text_fingerprints("too short", on)[1:] == (None, None)
+    assert sig == minhash(features.hashes, on.bands * on.rows) and shingles == len(features)
+    assert text_fingerprints(TEXT, CoreSettings(minhash=False)).minhash is None  # off
+    assert text_fingerprints(TEXT, CoreSettings(minhash=False), signed=True).minhash == sig  # asked for
+    assert text_fingerprints("too short", on)[1:] == (None, None, None)
 
 
 def fetch(sig: bytes | None, url: str = "https://a.example/x") -> Fetch:

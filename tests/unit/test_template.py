@@ -17,7 +17,7 @@ from neardup_core.extract.fastjustext.clean import clean, parse_root
 from neardup_core.extract.main_text import extract
 from neardup_core.extract.template import element_roles, template_role, text_role
 from neardup_core.fingerprint.fetch import Fetch
-from neardup_core.fingerprint.page import fingerprint_event, html_fingerprint, html_fingerprints
+from neardup_core.fingerprint.page import NO_TEXT, fingerprint_event, html_fingerprints
 
 SIDEBAR = ("<div class='widget HTML' id='HTML18'><h2>The Style Scout app</h2><p>To download the app, go to "
            "the web site from your phone and tap on the button to add it to your home screen. It is the "
@@ -81,7 +81,7 @@ def test_two_posts_that_share_only_the_sidebar_do_not_collide() -> None:
     a, b = photo_post("In the pink"), photo_post("London fashion week")
     before_a, before_b = (extract(h, template_check=False).text for h in (a, b))
     assert before_a == before_b  # the extraction collision
-    assert html_fingerprint(a) == html_fingerprint(b) == (None, None)  # no digest: never equal
+    assert html_fingerprints(a) == html_fingerprints(b) == NO_TEXT  # no digest: never equal
 
 
 def test_a_skipped_page_carries_the_reason() -> None:
@@ -102,7 +102,7 @@ def test_dropped_prose_block_replaces_a_kept_footer() -> None:
     assert result.paragraphs == ("Story", *FRANCE)
     other = short_paragraph_article(JAPAN)
     assert extract(other, template_check=False).text == before.text  # the collision
-    assert html_fingerprint(html) != html_fingerprint(other)
+    assert html_fingerprints(html) != html_fingerprints(other)
 
 
 def test_kept_text_outside_the_content_elements_gives_way_to_them() -> None:
@@ -147,7 +147,7 @@ def test_roles_of_elements() -> None:
 
 
 def test_the_scoring_helpers_fingerprint_a_page_as_scan_does() -> None:
-    """`html_fingerprints` (and `html_fingerprint`, its first two) score pairs in the tests, `tune` and the
+    """`html_fingerprints` scores pairs in the tests, `tune` and the
     benchmarks: on each page the template check touches they give what `fingerprint_event` gives scan."""
     pages = [photo_post("In the pink"), short_paragraph_article(FRANCE), short_paragraph_article(JAPAN),
              page("<p>   </p>")]
@@ -156,8 +156,9 @@ def test_the_scoring_helpers_fingerprint_a_page_as_scan_does() -> None:
                               "body": html, "fetched_at": 1_600_000_000_000})
         fetch = fingerprint_event(event)
         assert isinstance(fetch, Fetch)
-        assert html_fingerprints(html) == (fetch.text_sha256, fetch.simhash, fetch.minhash)
-        assert html_fingerprint(html) == (fetch.text_sha256, fetch.simhash)
+        fingerprints = html_fingerprints(html)
+        assert fingerprints[:3] == (fetch.text_sha256, fetch.simhash, fetch.minhash)
+        assert (fingerprints.shingles is None) == (fetch.simhash is None)
         assert (fetch.skip_reason is None) == (fetch.text_sha256 is not None) == (n in (1, 2))
 
 
