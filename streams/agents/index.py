@@ -70,7 +70,8 @@ class IndexStage(Stage):
             else:
                 log.warning("the index step failed on %d records of partition %d (%s: %s); processing them "
                             "one at a time in the event loop", len(group), partition, type(step).__name__, step)
-                outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_here, "index")
+                outcomes = await self._isolated(take, self.tables.index, partition, group, self._index_step_here,
+                                                "index")
             for outcome in outcomes:
                 self._count_index(outcome)
                 for destination, packed in outcome.gather.items():
@@ -90,12 +91,12 @@ class IndexStage(Stage):
     async def _index_steps(self, take: Take, groups: dict[int, list[EventT]]
                            ) -> dict[int, IndexOutcome | Exception]:
         """Each partition's index step: its outcome, or what it raised. In the index process, every
-        partition of the take goes in one call (`IndexProcess.run_many`)."""
+        partition of the take goes in one call (`IndexProcess.index_steps`)."""
         if self.index_process is None:
             steps: dict[int, IndexOutcome | Exception] = {}
             for partition, group in groups.items():
                 try:
-                    steps[partition] = self._index_here(Overlay(take.writes(self.tables.index, partition)),
+                    steps[partition] = self._index_step_here(Overlay(take.writes(self.tables.index, partition)),
                                                         partition, group)
                 except Exception as exc:
                     steps[partition] = exc
@@ -105,11 +106,11 @@ class IndexStage(Stage):
                  for partition, group in groups.items()}
         sequences = {partition: store.partition_sequence(partition) for partition in groups}
         try:
-            return dict(await self.index_process.run_many(parts, now_ms(), sequences))
+            return dict(await self.index_process.index_steps(parts, now_ms(), sequences))
         except Exception as exc:  # the index process died twice: every partition's step failed
             return {partition: exc for partition in groups}
 
-    def _index_here(self, view: Store, partition: int, group: Sequence[EventT]) -> IndexOutcome:
+    def _index_step_here(self, view: Store, partition: int, group: Sequence[EventT]) -> IndexOutcome:
         """`index_step` in the event loop on `view` (the take's transaction, or an attempt over it); the
         outcome's `writes` are those `view` holds."""
         overlay = view if isinstance(view, Overlay) else Overlay(view)

@@ -37,6 +37,10 @@ process catches up and drops what it held. A process started anew holds nothing 
 replicas caught up.
 With `NEARDUP_INDEX_PROCESSES` above 1, partition p goes to process p mod n, which keeps its replica;
 `NEARDUP_INDEX_PROCESSES=0` runs the same `index_step` in the event loop, on the table itself.
+
+Names: the index step is `neardup_core.index.bucket.probe_batch` on a batch of probes (what `scan` runs);
+here it is `index_step` on one partition's probes records, `_index_step_on_replica` in an index process,
+`_index_steps_on_replicas` for a call's partitions, and `IndexProcess.index_steps` from the event loop.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def index_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, part
     caller applies them: the outcome's `writes` are `view`'s). With a retention, the partition's clock
     moves by the probes' pages and the versions first fetched before the horizon are swept first (a
     bounded step), in the same writes."""
-    outcome, answers, notices = _probe_step(view, raw_records, core, now_ms)
+    outcome, answers, notices = _index_step_unpacked(view, raw_records, core, now_ms)
     outcome.gather = _packed_by_partition([*answers, *notices], partitions)
     return outcome
 
@@ -106,8 +110,8 @@ class SharedStep:
         return cls(Pairs(core.design, core.k))
 
 
-def _probe_step(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int,
-                shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
+def _index_step_unpacked(view: Overlay, raw_records: list[bytes], core: CoreSettings, now_ms: int,
+                         shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
     """`index_step` without packing its answers and notices."""
     started = time.perf_counter()
     shared = SharedStep.of(core) if shared is None else shared
@@ -192,19 +196,20 @@ def _replica(path: str, prefix_bytes: int | None, current: bool = False) -> Over
     return replica.held
 
 
-def _step_in_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int, current: bool,
-                     shared: SharedStep | None = None) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
-    """`_probe_step` on the partition's replica; its writes are then held over the replica too."""
+def _index_step_on_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int,
+                           current: bool, shared: SharedStep | None = None
+                           ) -> tuple[IndexOutcome, list[Answer], list[Notice]]:
+    """`_index_step_unpacked` on the partition's replica; its writes are then held over the replica too."""
     assert _CORE is not None, "the index process starts with _init_index_process"
     held = _replica(path, prefix_bytes, current)
-    stepped = _probe_step(Overlay(held), raw_records, _CORE, now_ms, shared)
+    stepped = _index_step_unpacked(Overlay(held), raw_records, _CORE, now_ms, shared)
     held.write_many(stepped[0].writes)
     return stepped
 
 
-def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bool]], now_ms: int
-                ) -> list[IndexOutcome | str]:
-    """`_step_in_replica` of each partition's records (its RocksDB path, its records, whether the loop
+def _index_steps_on_replicas(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bool]], now_ms: int
+                             ) -> list[IndexOutcome | str]:
+    """`_index_step_on_replica` of each partition's records (its RocksDB path, its records, whether the loop
     vouches for the writes the replica holds), in one call: the
     outcome of each, or the error of a step that raised (as text, which always pickles), so one
     partition's failure leaves the others' outcomes. The answers of every partition are merged
@@ -216,7 +221,7 @@ def _index_many(prefix_bytes: int | None, parts: list[tuple[str, list[bytes], bo
     shared = SharedStep.of(_CORE)
     for path, raw_records, current in parts:
         try:
-            outcome, said, told = _step_in_replica(path, prefix_bytes, raw_records, now_ms, current, shared)
+            outcome, said, told = _index_step_on_replica(path, prefix_bytes, raw_records, now_ms, current, shared)
         except Exception as exc:
             out.append(f"{type(exc).__name__}: {exc}")
         else:
@@ -277,8 +282,8 @@ class IndexProcess:
         log.info("index processes started (pids %s)", ", ".join(map(str, pids)))
         return pids
 
-    async def run_many(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int,
-                       sequences: dict[int, int] | None = None) -> dict[int, IndexOutcome | IndexStepFailed]:
+    async def index_steps(self, parts: dict[int, tuple[str, list[bytes]]], now_ms: int,
+                          sequences: dict[int, int] | None = None) -> dict[int, IndexOutcome | IndexStepFailed]:
         """`index_step` of every partition of a take (partition: its RocksDB path and records) in its
         index process, with one call per process rather than one per partition: at 32 partitions a take
         touches most of them, and each call costs a round trip and the loop's futures. A process that
@@ -296,11 +301,11 @@ class IndexProcess:
         async def call(i: int, partitions: list[int]) -> list[IndexOutcome | str]:
             args = (self.core.design.prefix_bytes, [(*parts[p], current[p]) for p in partitions], now_ms)
             try:
-                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_steps_on_replicas, *args)
             except BrokenProcessPool:
                 log.warning("index process %d died; starting it again", i)
                 self._close(i)
-                return await loop.run_in_executor(self.pool(partitions[0]), _index_many, *args)
+                return await loop.run_in_executor(self.pool(partitions[0]), _index_steps_on_replicas, *args)
 
         results = await asyncio.gather(*(call(i, ps) for i, ps in by_process.items()))
         return {p: r if isinstance(r, IndexOutcome) else IndexStepFailed(r)

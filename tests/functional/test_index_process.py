@@ -60,8 +60,8 @@ def said(outcome: IndexOutcome) -> tuple[set[str | None], set[str]]:
 
 
 async def run_one(index: IndexProcess, partition: int, path: str, raw_records: list[bytes]) -> IndexOutcome:
-    """One partition's step through `run_many`, the worker's one way into the index processes."""
-    outcome = (await index.run_many({partition: (path, raw_records)}, 0))[partition]
+    """One partition's step through `index_steps`, the worker's one way into the index processes."""
+    outcome = (await index.index_steps({partition: (path, raw_records)}, 0))[partition]
     assert isinstance(outcome, IndexOutcome), outcome
     return outcome
 
@@ -140,7 +140,7 @@ def test_two_index_processes_each_keep_their_partitions(tmp_path: Path) -> None:
 
 
 def merged(outcomes: dict[int, IndexOutcome | IndexStepFailed]) -> IndexOutcome:
-    """The gather messages of a `run_many` call's outcomes, in one outcome."""
+    """The gather messages of a `index_steps` call's outcomes, in one outcome."""
     gather: dict[int, list[bytes]] = {}
     for outcome in outcomes.values():
         if isinstance(outcome, IndexOutcome):
@@ -150,7 +150,7 @@ def merged(outcomes: dict[int, IndexOutcome | IndexStepFailed]) -> IndexOutcome:
 
 
 def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_others(tmp_path: Path) -> None:
-    """`run_many`: every partition of a take in one call per index process, each with its own
+    """`index_steps`: every partition of a take in one call per index process, each with its own
     writes, the answers about one page put together; a partition whose step raises (here a record
     that is not a probes record) gives `IndexStepFailed` for that partition only; a killed process is
     replaced and the call made again."""
@@ -162,7 +162,7 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
         primaries = [open_primary(path) for path in paths]
         try:
             pids = await index.start()
-            outcomes = await index.run_many({0: (str(paths[0]), [probes_record(first)]),
+            outcomes = await index.index_steps({0: (str(paths[0]), [probes_record(first)]),
                                              1: (str(paths[1]), [probes_record(first)]),
                                              2: (str(paths[2]), [b"not msgpack"])}, 0)
             assert isinstance(outcomes[2], IndexStepFailed)
@@ -173,7 +173,7 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
             assert said(merged(outcomes)) == ({None}, set())
             os.kill(pids[0], signal.SIGKILL)
             await asyncio.sleep(0.5)
-            outcomes = await index.run_many({p: (str(paths[p]), [probes_record(copy)]) for p in (0, 1)}, 0)
+            outcomes = await index.index_steps({p: (str(paths[p]), [probes_record(copy)]) for p in (0, 1)}, 0)
             assert said(merged(outcomes)) == ({first.url}, set())
             answers = [m for packed in merged(outcomes).gather.values() for r in records.gather_records_packed(packed)
                        for m in records.decode_gather(r)]
@@ -187,7 +187,7 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
 
 
 def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_them(tmp_path: Path) -> None:
-    """`run_many` with the primary's sequence numbers: where `applied` noted the number the primary still
+    """`index_steps` with the primary's sequence numbers: where `applied` noted the number the primary still
     has, the process skips its catch-up and reads its replica through the writes it returned (here the
     loop vouches for writes it never applied, which only the process holds: the copy finds them); a
     write by anything else (a page added to the primary directly) moves the number, and an outcome that
@@ -211,7 +211,7 @@ def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_t
         primary = open_primary(path)
 
         async def step(page: PageVersion) -> IndexOutcome:
-            outcomes = await index.run_many({0: (str(path), [probes_record(page)])}, 0,
+            outcomes = await index.index_steps({0: (str(path), [probes_record(page)])}, 0,
                                             {0: primary.latest_sequence_number()})
             outcome = outcomes[0]
             assert isinstance(outcome, IndexOutcome) and outcome.writes
@@ -245,7 +245,7 @@ def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_s
     answers and notices that the same steps give alone; the page is decoded once and the rule asked
     once per pair across the partitions, not once per partition."""
     from neardup_core.index.bucket import Probe
-    from streams.processes.index import SharedStep, _probe_step
+    from streams.processes.index import SharedStep, _index_step_unpacked
 
     pages = [page(f"https://site{i}.example/a/{'x' * i}", body, at) for i, (body, at) in
              enumerate([("a", 0), ("b", 1), ("a", 2), ("a", 3), ("b", 4), ("c", 5)])]
@@ -259,7 +259,7 @@ def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_s
     def run(shared: SharedStep | None) -> list[tuple[object, ...]]:
         out = []
         for partition in sorted(raw):
-            outcome, answers, notices = _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, shared)
+            outcome, answers, notices = _index_step_unpacked(Overlay(MemoryStore()), raw[partition], CORE, 0, shared)
             out.append((outcome.writes, sorted(map(repr, answers)), sorted(map(repr, notices))))
         return out
 
@@ -268,6 +268,6 @@ def test_the_steps_of_one_call_share_pages_and_the_rule_s_answers_and_say_what_s
     assert len({id(v) for v in shared.pages.values()}) == len(pages)  # each page decoded once in the call
     alone = [SharedStep.of(CORE) for _ in raw]
     for memo, partition in zip(alone, sorted(raw), strict=True):
-        _probe_step(Overlay(MemoryStore()), raw[partition], CORE, 0, memo)
+        _index_step_unpacked(Overlay(MemoryStore()), raw[partition], CORE, 0, memo)
     asked_alone = sum(len(memo.pairs._said) for memo in alone)
     assert 0 < len(shared.pairs._said) < asked_alone  # a pair met in several partitions is asked once
