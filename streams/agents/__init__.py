@@ -7,7 +7,7 @@ from __future__ import annotations
 from faust.types import AppT, StreamT
 
 from neardup_core.settings import CoreSettings
-from streams.agents.base import Stage, Tables, Topics
+from streams.agents.base import Shared, Tables, Topics
 from streams.agents.fingerprint import FingerprintStage
 from streams.agents.gather import ALL_PENDING, GatherStage
 from streams.agents.hosts import HostsStage
@@ -24,31 +24,26 @@ class Agents:
                  extract_processes: int, extract_nice: int = 0, batch_max: int = 256, batch_wait_s: float = 0.2,
                  hop_wait_s: float = 0.05, index_processes: int = 1, index_cache_bytes: int = 32 << 20,
                  tick_interval_s: float = 5.0, fail: Fail = stop_worker) -> None:
-        self.tables = tables
-        self.fingerprint_stage = FingerprintStage(
-            app, topics, tables, core, partitions=partitions, batch_max=batch_max, hop_wait_s=hop_wait_s, fail=fail,
-            extract_processes=extract_processes, extract_nice=extract_nice, batch_wait_s=batch_wait_s)
-        self.gather_stage = GatherStage(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                                        hop_wait_s=hop_wait_s, fail=fail, tick_interval_s=tick_interval_s)
-        self.index_stage = IndexStage(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                                      hop_wait_s=hop_wait_s, fail=fail, index_processes=index_processes,
+        self.shared = Shared(app, topics, tables, core, partitions, batch_max, hop_wait_s, fail)
+        self.fingerprint_stage = FingerprintStage(self.shared, extract_processes=extract_processes,
+                                                  extract_nice=extract_nice, batch_wait_s=batch_wait_s)
+        self.gather_stage = GatherStage(self.shared, tick_interval_s=tick_interval_s)
+        self.index_stage = IndexStage(self.shared, index_processes=index_processes,
                                       index_cache_bytes=index_cache_bytes)
-        self.hosts_stage = HostsStage(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                                      hop_wait_s=hop_wait_s, fail=fail)
+        self.hosts_stage = HostsStage(self.shared)
 
     @property
-    def stages(self) -> tuple[Stage, ...]:
-        return self.fingerprint_stage, self.gather_stage, self.index_stage, self.hosts_stage
+    def tables(self) -> Tables:
+        return self.shared.tables
 
     @property
     def fail(self) -> Fail:
-        return self.gather_stage.fail
+        return self.shared.fail
 
     @fail.setter
     def fail(self, fail: Fail) -> None:
         """What a failure the worker cannot handle does, in every stage (tests raise instead of exiting)."""
-        for stage in self.stages:
-            stage.fail = fail
+        self.shared.fail = fail
 
     def partition_of(self, key: bytes) -> int:
         return self.gather_stage.partition_of(key)

@@ -84,22 +84,39 @@ class Tables:
     hosts: TableT[bytes, bytes]
 
 
-class Stage:
-    """What every agent shares: the app's topics and tables, the core settings, the partition count, how
-    it takes records, what a failure it cannot handle does, and the helpers that send gather records and
-    turn a record that cannot be processed into a dead letter."""
+@dataclass
+class Shared:
+    """What every agent of a worker shares: the app's topics and tables, the core settings, the partition
+    count, how the later agents take records, and what a failure the worker cannot handle does."""
 
-    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 batch_max: int = 256, hop_wait_s: float = 0.05, fail: Fail = stop_worker) -> None:
-        self.app = app
-        self.topics = topics
-        self.tables = tables
-        self.core = core
-        self.partitions = partitions
-        self.batch_max = batch_max
-        self.hop_wait_s = hop_wait_s
-        self.fail = fail
-        """What a failure the worker cannot handle does: `stop_worker` (tests raise instead)."""
+    app: AppT
+    topics: Topics
+    tables: Tables
+    core: CoreSettings
+    partitions: int
+    batch_max: int = 256
+    hop_wait_s: float = 0.05
+    fail: Fail = stop_worker
+    """`stop_worker` (tests raise instead)."""
+
+
+class Stage:
+    """An agent of the worker over what the agents share (`Shared`), with the helpers that send gather
+    records and turn a record that cannot be processed into a dead letter."""
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+        self.app = shared.app
+        self.topics = shared.topics
+        self.tables = shared.tables
+        self.core = shared.core
+        self.partitions = shared.partitions
+        self.batch_max = shared.batch_max
+        self.hop_wait_s = shared.hop_wait_s
+
+    @property
+    def fail(self) -> Fail:
+        return self.shared.fail
 
     def partition_of(self, key: bytes) -> int:
         return partition_of(key, self.partitions)

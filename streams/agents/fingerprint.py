@@ -12,17 +12,16 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import cast
 
 from faust.streams import Stream
-from faust.types import AppT, EventT, StreamT
+from faust.types import EventT, StreamT
 
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.page import BodyJob, FingerprintBatch, RawRecord, Rejected, fingerprint_body
 from neardup_core.hosts.urls import url_identity
-from neardup_core.settings import CoreSettings
-from streams.agents.base import Stage, Tables, Topics
+from streams.agents.base import Shared, Stage
 from streams.kafka import records
 from streams.kafka.records import GatherMessage
 from streams.processes.pool import apply_each, chunks_for, extraction_pool
-from streams.state.commit import Fail, Take, guarded, stop_worker
+from streams.state.commit import Take, guarded
 from streams.web import metrics
 
 log = logging.getLogger(__name__)
@@ -31,11 +30,9 @@ log = logging.getLogger(__name__)
 class FingerprintStage(Stage):
     """Stateless: validates each event and fingerprints its body in the extraction pool."""
 
-    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 extract_processes: int, extract_nice: int = 0, batch_max: int = 256, batch_wait_s: float = 0.2,
-                 hop_wait_s: float = 0.05, fail: Fail = stop_worker) -> None:
-        super().__init__(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                         hop_wait_s=hop_wait_s, fail=fail)
+    def __init__(self, shared: Shared, *, extract_processes: int, extract_nice: int = 0,
+                 batch_wait_s: float = 0.2) -> None:
+        super().__init__(shared)
         self.extract_processes = extract_processes
         self.extract_nice = extract_nice
         self.batch_wait_s = batch_wait_s

@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 
-from faust.types import AppT, EventT, StreamT
+from faust.types import EventT, StreamT
 
 from neardup_core.dedup.gather import Gather, Published, UrlState, UrlStates
 from neardup_core.dedup.retention import URL_CLOCK
@@ -16,12 +16,11 @@ from neardup_core.dedup.sweep import sweep
 from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.hosts.urls import url_identity
 from neardup_core.index.bucket import Answer, Probe
-from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
-from streams.agents.base import Stage, Tables, Topics, by_partition, now_ms
+from streams.agents.base import Shared, Stage, by_partition, now_ms
 from streams.kafka import records
 from streams.kafka.records import GatherMessage, HostChange
-from streams.state.commit import Fail, Take, guarded, stop_worker
+from streams.state.commit import Take, guarded
 from streams.web import metrics
 
 log = logging.getLogger(__name__)
@@ -48,12 +47,9 @@ PENDING_ROUNDS = 2.5
 class GatherStage(Stage):
     """Per URL state in the urls table (`neardup_core.dedup.gather`), a partition of a take at a time."""
 
-    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 batch_max: int = 256, hop_wait_s: float = 0.05, tick_interval_s: float = 5.0,
-                 fail: Fail = stop_worker) -> None:
-        super().__init__(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                         hop_wait_s=hop_wait_s, fail=fail)
-        self.rule = Gather(core)
+    def __init__(self, shared: Shared, *, tick_interval_s: float = 5.0) -> None:
+        super().__init__(shared)
+        self.rule = Gather(shared.core)
         # when a fetch reached the gather stage, for the latency metric
         self.received: dict[bytes, float] = {}
         self.tick_interval_s = tick_interval_s

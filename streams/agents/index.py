@@ -8,14 +8,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import cast
 
-from faust.types import AppT, EventT, StreamT
+from faust.types import EventT, StreamT
 
-from neardup_core.settings import CoreSettings
 from neardup_core.store.base import Store
 from neardup_core.store.overlay import Overlay
-from streams.agents.base import Stage, Tables, Topics, by_partition, now_ms
+from streams.agents.base import Shared, Stage, by_partition, now_ms
 from streams.processes.index import IndexOutcome, IndexProcess, index_step
-from streams.state.commit import Fail, Take, guarded, stop_worker
+from streams.state.commit import Take, guarded
 from streams.state.stores import PrefixRocksStore
 from streams.web import metrics
 
@@ -25,12 +24,9 @@ log = logging.getLogger(__name__)
 class IndexStage(Stage):
     """The index table's writes, from the index processes' outcomes (or the event loop when they are off)."""
 
-    def __init__(self, app: AppT, topics: Topics, tables: Tables, core: CoreSettings, *, partitions: int,
-                 batch_max: int = 256, hop_wait_s: float = 0.05, index_processes: int = 1,
-                 index_cache_bytes: int = 32 << 20, fail: Fail = stop_worker) -> None:
-        super().__init__(app, topics, tables, core, partitions=partitions, batch_max=batch_max,
-                         hop_wait_s=hop_wait_s, fail=fail)
-        self.index_process = IndexProcess(core, partitions, index_cache_bytes, index_processes) \
+    def __init__(self, shared: Shared, *, index_processes: int = 1, index_cache_bytes: int = 32 << 20) -> None:
+        super().__init__(shared)
+        self.index_process = IndexProcess(shared.core, shared.partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
 
     async def index(self, stream: StreamT[bytes]) -> None:
