@@ -7,6 +7,11 @@ in their process pool (`fingerprint_body`); `fingerprint_event` runs it over one
 Each distinct body of a batch is extracted once, and a body met recently is not extracted again: this
 process's memo of recent bodies (`MEMO`, `memo.py`) sits before the pool, so a copy finds the first
 body whichever extraction process had it.
+
+One entry point per purpose: `FingerprintBatch` (records, extracted in a pool), `fingerprint_event` (one
+record), `fingerprint` (one parsed page: the library and the tools), `fingerprint_event_with_extraction`
+(one record and what extraction kept of it, for `neardup explain`), `text_fingerprints` and
+`html_fingerprints` (a main text or an HTML document alone, for the tools).
 """
 
 from __future__ import annotations
@@ -179,7 +184,7 @@ def fingerprint_event_with_extraction(raw: bytes, *, key: bytes | None = None, t
     try:
         page = parse_event(raw, key=key, timestamp_ms=timestamp_ms, max_body_bytes=settings.max_body_bytes,
                            max_url_bytes=settings.max_url_bytes)
-        return fingerprint_with_extraction(page, settings)
+        return _fingerprint(page, settings, body_sha256(page.body))
     except EventError as exc:
         return Rejected(exc.reason, exc.stage), None
     except Exception as exc:  # a bug must not stop the worker or the scan: the event goes to the dead letters
@@ -196,7 +201,7 @@ def warm_up(settings: CoreSettings = DEFAULT_SETTINGS) -> None:
     """Fingerprint a small built-in page, so that what the first page would load (the stoplist index,
     parsers) is loaded now: a process pool forked afterwards inherits it, and its first pages do not
     wait for it."""
-    fingerprint_with_extraction(WARM_UP_PAGE, settings)
+    _fingerprint(WARM_UP_PAGE, settings, body_sha256(WARM_UP_PAGE.body))
 
 
 MEMO = ContentMemo()
@@ -220,15 +225,9 @@ def _as_page(fetch: Fetch, page: FetchedPage) -> Fetch:
                    importance=page.importance)
 
 
-def fingerprint_with_extraction(page: FetchedPage, settings: CoreSettings = DEFAULT_SETTINGS
-                                ) -> tuple[Fetch, Extraction | None]:
-    """`fingerprint`, and the page's `Extraction` (None when the page was skipped before extraction),
-    always extracted."""
-    return _fingerprint(page, settings, body_sha256(page.body))
-
-
 def _fingerprint(page: FetchedPage, settings: CoreSettings, body_digest: str) -> tuple[Fetch, Extraction | None]:
-    """`fingerprint_with_extraction` given the body's digest (`fingerprint` computes it once for its memo key)."""
+    """The page's `Fetch` and its `Extraction` (None when the page was skipped before extraction), always
+    extracted; `body_digest` is the body's SHA-256, which the callers have computed already."""
     host = host_of(page.url)
 
     def skipped(reason: str, main: Extraction | None = None) -> tuple[Fetch, Extraction | None]:

@@ -3,23 +3,26 @@ the page's own URL, host, time and importance, and never for a page that decodes
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import orjson
 import pytest
 
 from neardup_core.fingerprint import page as page_module
+from neardup_core.fingerprint.digests import body_sha256
+from neardup_core.fingerprint.fetch import Fetch
 from neardup_core.fingerprint.memo import ContentMemo
 from neardup_core.fingerprint.page import (
+    BodyJob,
     FingerprintBatch,
     Rejected,
     fingerprint,
     fingerprint_body,
     fingerprint_event_with_extraction,
-    fingerprint_with_extraction,
 )
-from neardup_core.ingest.event import FetchedPage
-from neardup_core.settings import CoreSettings
+from neardup_core.ingest.event import EventError, FetchedPage
+from neardup_core.settings import DEFAULT_SETTINGS, CoreSettings
 
 PARAGRAPHS = [
     "The council voted on Tuesday to reopen the rail line that closed in 2007, ending months of argument.",
@@ -37,6 +40,11 @@ def fresh_memo(monkeypatch: pytest.MonkeyPatch) -> ContentMemo:
     return memo
 
 
+def extracted(page: FetchedPage) -> Fetch | Rejected:
+    """The page's outcome extracted afresh (an extraction process's path, which has no memo)."""
+    return fingerprint_body(BodyJob(page, body_sha256(page.body), DEFAULT_SETTINGS))
+
+
 def fetched(url: str, **fields: object) -> FetchedPage:
     return FetchedPage(url, BODY, 1_700_000_000_000, content_type="text/html", **fields)  # type: ignore[arg-type]
 
@@ -46,7 +54,7 @@ def test_a_body_met_again_is_answered_from_the_memo_as_extracting_it_would(fresh
     other = replace(fetched("http://mirror.example/copy?utm=x"), fetched_at_ms=1_700_000_999_000, importance=0.7)
     second = fingerprint(other)
     assert (fresh_memo.hits, fresh_memo.misses) == (1, 1)
-    assert second == fingerprint_with_extraction(other)[0]  # every field, the page's own URL, host, time
+    assert second == extracted(other)  # every field, the page's own URL, host, time
     assert second.host == "mirror.example" and second.importance == 0.7 and second.simhash == first.simhash
 
 
@@ -60,10 +68,9 @@ def test_a_body_that_would_be_decoded_or_judged_otherwise_is_not_served_from_the
         fresh_memo: ContentMemo, change: dict[str, object]) -> None:
     fingerprint(fetched("https://news.example/rail"))
     page = replace(fetched("https://news.example/rail-2"), **change)  # type: ignore[arg-type]
-    try:
-        expected = fingerprint_with_extraction(page)[0]
-    except Exception as exc:  # an undecodable body is refused the same way with the memo
-        with pytest.raises(type(exc)):
+    expected = extracted(page)
+    if isinstance(expected, Rejected):  # an undecodable body is refused the same way with the memo
+        with pytest.raises(EventError, match=re.escape(expected.reason)):
             fingerprint(page)
     else:
         assert fingerprint(page) == expected
@@ -78,7 +85,7 @@ def test_other_settings_do_not_share_entries(fresh_memo: ContentMemo) -> None:
 
 def test_the_memo_keeps_the_most_recently_used_entries() -> None:
     memo = ContentMemo(2)
-    a, b, c = (fingerprint_with_extraction(fetched(f"https://news.example/{n}"))[0] for n in "abc")
+    a, b, c = (extracted(fetched(f"https://news.example/{n}")) for n in "abc")
     memo.put(("a",), a)
     memo.put(("b",), b)
     assert memo.get(("a",)) is a  # a is now the most recent
