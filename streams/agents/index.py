@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 from faust.types import EventT, StreamT
 
@@ -28,6 +29,31 @@ class IndexStage(Stage):
         super().__init__(shared)
         self.index_process = IndexProcess(shared.core, shared.partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
+        self._opening: asyncio.Task[None] | None = None
+        if self.index_process is not None:
+            self.app.on_rebalance_complete.connect(self._on_rebalance_complete, weak=False)
+
+    def _on_rebalance_complete(self, sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        """Faust recovered the tables after a rebalance: the index processes open the replicas of the
+        index partitions this worker now owns, beside the streams (not awaited: Faust awaits this signal
+        before it resumes them)."""
+        self._opening = asyncio.ensure_future(self._open_replicas())
+
+    async def _open_replicas(self) -> None:
+        """`IndexProcess.open_replicas` of this worker's active index partitions. A failure is logged
+        only: each replica is then opened on its partition's first probes, where a failure counts."""
+        assert self.index_process is not None
+        try:
+            topic = self.topics.probes.get_topic_name()
+            partitions = sorted(tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == topic)
+            store = cast(PrefixRocksStore, self.tables.index.data)
+            paths = {partition: store.partition_db_path(partition) for partition in partitions}
+            opened, closed = await self.index_process.open_replicas(paths)
+        except Exception:
+            log.exception("opening the index replicas after the rebalance failed; each opens on its first probes")
+        else:
+            log.info("index replicas after the rebalance: %d partitions, %d opened, %d closed",
+                     len(paths), opened, closed)
 
     async def index(self, stream: StreamT[bytes]) -> None:
         """Per bucket: look up and insert the probes of the records taken together, with one write

@@ -186,6 +186,42 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
     asyncio.run(scenario())
 
 
+def test_after_a_rebalance_the_processes_open_the_worker_s_replicas_and_close_the_others(tmp_path: Path) -> None:
+    """`open_replicas` with the worker's partitions after a rebalance: each process opens the replicas of
+    its share it lacks (one already open is kept, one whose DB was made anew is opened again) and closes
+    those of partitions the worker lost; a closed replica opens again on its partition's next probes, and
+    every step reads what its primary holds."""
+    paths = {p: tmp_path / f"index-{p}.db" for p in range(3)}
+    first, copy = page("https://news.example/a", "a", 0), page("https://mirror.example/a/long/path", "a", 1)
+
+    async def scenario() -> None:
+        index = IndexProcess(CORE, PARTITIONS, 8 << 20, processes=2)
+        primaries = {p: open_primary(path) for p, path in paths.items()}
+        try:
+            await index.start()
+            apply(primaries[0], await run_one(index, 0, str(paths[0]), [probes_record(first)]))  # 0 is open
+            assert await index.open_replicas({p: str(path) for p, path in paths.items()}) == (2, 0)
+            assert await index.open_replicas({p: str(path) for p, path in paths.items()}) == (0, 0)
+
+            apply(primaries[1], await run_one(index, 1, str(paths[1]), [probes_record(first)]))
+            assert said(await run_one(index, 1, str(paths[1]), [probes_record(copy)])) == ({first.url}, set())
+
+            assert await index.open_replicas({2: str(paths[2])}) == (0, 2), "the worker lost partitions 0 and 1"
+            assert said(await run_one(index, 0, str(paths[0]), [probes_record(copy)])) == ({first.url}, set()), \
+                "opened again on its probes, it reads the primary"
+
+            primaries[2].close()  # partition 2 made anew at the same path (Faust's reset of a partition)
+            shutil.rmtree(paths[2])
+            primaries[2] = open_primary(paths[2])
+            assert await index.open_replicas({0: str(paths[0]), 2: str(paths[2])}) == (1, 0)
+        finally:
+            index.close()
+            for primary in primaries.values():
+                primary.close()
+
+    asyncio.run(scenario())
+
+
 def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_them(tmp_path: Path) -> None:
     """`index_steps` with the primary's sequence numbers: where `applied` noted the number the primary still
     has, the process skips its catch-up and reads its replica through the writes it returned (here the

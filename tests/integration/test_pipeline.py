@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import gzip
 import random
+import re
 from pathlib import Path
 
 import orjson
@@ -125,6 +126,14 @@ def test_input_published_while_the_workers_are_still_joining(pipeline: Cluster) 
     # must not take the partitions the rebalance moved, whose acknowledgements Faust forgets, for such
     for name in ("a", "b"):
         assert "was fetched and not acknowledged" not in pipeline.logs[name].read_text()
+    # after each rebalance the index processes open the replicas of the worker's index partitions, and the
+    # first worker closes those of the partitions the second took (`IndexProcess.open_replicas`)
+    replicas = {name: [tuple(map(int, m)) for m in re.findall(
+        r"index replicas after the rebalance: (\d+) partitions, (\d+) opened, (\d+) closed",
+        pipeline.logs[name].read_text())] for name in ("a", "b")}
+    assert any(opened > 0 for _, opened, _ in replicas["a"]) and any(opened > 0 for _, opened, _ in replicas["b"]), \
+        replicas
+    assert any(closed > 0 for _, _, closed in replicas["a"]), replicas
 
 
 def test_a_burst_taken_in_one_batch_is_decided(kafka_bootstrap: str, unique_prefix: str, tmp_path: Path) -> None:
