@@ -30,6 +30,8 @@ class IndexStage(Stage):
         self.index_process = IndexProcess(shared.core, shared.partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
         self._opening: asyncio.Task[None] | None = None
+        self._running = False
+        """Whether the index agent runs (it starts and closes the index processes): none is opened otherwise."""
         if self.index_process is not None:
             self.app.on_rebalance_complete.connect(self._on_rebalance_complete, weak=False)
 
@@ -37,7 +39,8 @@ class IndexStage(Stage):
         """Faust recovered the tables after a rebalance: the index processes open the replicas of the
         index partitions this worker now owns, beside the streams (not awaited: Faust awaits this signal
         before it resumes them)."""
-        self._opening = asyncio.ensure_future(self._open_replicas())
+        if self._running:
+            self._opening = asyncio.ensure_future(self._open_replicas())
 
     async def _open_replicas(self) -> None:
         """`IndexProcess.open_replicas` of this worker's active index partitions. A failure is logged
@@ -64,6 +67,7 @@ class IndexStage(Stage):
         await guarded("the index agent", self._index(stream), self.fail)
 
     async def _index(self, stream: StreamT[bytes]) -> None:
+        self._running = True
         try:
             if self.index_process is not None:
                 await self.index_process.start()
@@ -73,6 +77,7 @@ class IndexStage(Stage):
                 await take.commit()
                 self._applied(stepped)
         finally:
+            self._running = False
             if self.index_process is not None:
                 self.index_process.close()
 
