@@ -375,7 +375,8 @@ def main(argv: list[str]) -> int:
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted((first_after.verdicts or Counter()).items()))
     table.notes += [
         f"scan: `--processes {args.processes}`, each checkout's defaults "
-        + ("(before's extraction processes at nice 10, after's at 0); `scan before, nice 0` is before with "
+        + ("(extraction processes at the checkout's own NEARDUP_EXTRACT_NICE default: 10 before issue 22 changed it, "
+           "0 since); `scan before, nice 0` is before with "
            "NEARDUP_EXTRACT_NICE=0. " if args.processes > 1 else "(one process: extraction in the scan process "
            "itself, no pool, so no nice setting applies). ")
         + "Pipeline: "
