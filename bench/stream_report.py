@@ -673,8 +673,9 @@ def report(
         "and app id, whose topics are deleted after it" + (" (not with --keep)" if args.keep else ""),
         f"- each phase starts once every worker answers /health and the group's assignment covering all "
         f"partitions has not changed for {args.ready_settle:.0f} s",
-        ("- a warm-up phase first (throughput, the first code and worker count), not reported: the broker's "
-         "JVM is still compiling in its first phases\n" if args.warmup else "")
+        (f"- {args.warmup} warm-up phase(s) first (throughput and paced in turn, the first code and worker "
+         "count), not reported: the broker is still compiling and making its first segments in its first "
+         "phases\n" if args.warmup else "")
         + f"- order: {args.repeat} repeat(s); in each, for each code in turn (the codes alternate between "
         "repeats): " + ("a `neardup scan` first, then " if args.scan else "")
         + "every worker count (their order alternating between repeats), throughput then paced phase",

@@ -40,6 +40,7 @@ Opening: after each rebalance (once Faust has recovered the tables) the loop han
 of its share of the worker's index partitions (`IndexProcess.open_replicas`): it opens those it lacks and
 closes those of partitions the worker no longer owns, while the streams resume. A partition whose probes
 come first opens its replica then.
+
 With `NEARDUP_INDEX_PROCESSES` above 1, partition p goes to process p mod n, which keeps its replica;
 `NEARDUP_INDEX_PROCESSES=0` runs the same `index_step` in the event loop, on the table itself.
 
