@@ -30,6 +30,7 @@ class IndexStage(Stage):
         self.index_process = IndexProcess(shared.core, shared.partitions, index_cache_bytes, index_processes) \
             if index_processes > 0 else None
         self._opening: asyncio.Task[None] | None = None
+        """The last opening of replicas after a rebalance, held so that the task is not collected while it runs."""
         self._running = False
         """Whether the index agent runs (it starts and closes the index processes): none is opened otherwise."""
         if self.index_process is not None:

@@ -179,24 +179,30 @@ def _identity(path: str) -> bytes:
         return b""
 
 
+def _opened(path: str, prefix_bytes: int | None) -> bool:
+    """Opens the partition's secondary instance, caught up, when this process holds none or holds one of a DB
+    since made anew at the same path; whether it did."""
+    identity = _identity(path)
+    replica = _REPLICAS.get(path)
+    if replica is not None and replica.identity == identity:
+        return False
+    if replica is not None:
+        replica.db.close()
+    options = rocks_options(prefix_bytes, _CACHE_BYTES)
+    options.set_max_open_files(-1)  # a secondary must keep every file open: the primary deletes compacted ones
+    db = Rdict(path, options=options, access_type=AccessType.secondary(path + ".replica"))
+    db.try_catch_up_with_primary()
+    _REPLICAS[path] = _Replica(identity, db, Overlay(RocksStore.wrap(db, same_prefix=bool(prefix_bytes))))
+    return True
+
+
 def _replica(path: str, prefix_bytes: int | None, current: bool = False) -> Overlay:
     """The partition's secondary instance, opened (again) if needed, read through the writes it holds:
     caught up with the primary unless `current` (the loop vouches that the primary has gained only those
     writes since the last catch-up: the module's docstring) and they are fewer than `HELD_MAX`."""
-    identity = _identity(path)
-    replica = _REPLICAS.get(path)
-    if replica is not None and replica.identity != identity:
-        replica.db.close()
-        del _REPLICAS[path]
-        replica = None
-    if replica is None:
-        options = rocks_options(prefix_bytes, _CACHE_BYTES)
-        options.set_max_open_files(-1)  # a secondary must keep every file open: the primary deletes compacted ones
-        db = Rdict(path, options=options, access_type=AccessType.secondary(path + ".replica"))
-        store = RocksStore.wrap(db, same_prefix=bool(prefix_bytes))
-        replica = _REPLICAS[path] = _Replica(identity, db, Overlay(store))
-        current = False
-    if not current or len(replica.held) >= HELD_MAX:
+    opened = _opened(path, prefix_bytes)
+    replica = _REPLICAS[path]
+    if not opened and (not current or len(replica.held) >= HELD_MAX):
         replica.db.try_catch_up_with_primary()
         replica.held = Overlay(replica.held.base)
     return replica.held
@@ -207,16 +213,10 @@ def _open_replicas(prefix_bytes: int | None, paths: list[str]) -> tuple[int, int
     process holds closed: after a rebalance, the process keeps the replicas of the partitions its worker
     owns, opened before their first probes. How many it opened and closed."""
     keep = set(paths)
-    closed = 0
-    for path in [path for path in _REPLICAS if path not in keep]:
+    lost = [path for path in _REPLICAS if path not in keep]
+    for path in lost:
         _REPLICAS.pop(path).db.close()
-        closed += 1
-    opened = 0
-    for path in paths:
-        if path not in _REPLICAS or _REPLICAS[path].identity != _identity(path):
-            _replica(path, prefix_bytes)
-            opened += 1
-    return opened, closed
+    return sum(_opened(path, prefix_bytes) for path in paths), len(lost)
 
 
 def _index_step_on_replica(path: str, prefix_bytes: int | None, raw_records: list[bytes], now_ms: int,

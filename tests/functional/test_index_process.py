@@ -140,7 +140,7 @@ def test_two_index_processes_each_keep_their_partitions(tmp_path: Path) -> None:
 
 
 def merged(outcomes: dict[int, IndexOutcome | IndexStepFailed]) -> IndexOutcome:
-    """The gather messages of a `index_steps` call's outcomes, in one outcome."""
+    """The gather messages of an `index_steps` call's outcomes, in one outcome."""
     gather: dict[int, list[bytes]] = {}
     for outcome in outcomes.values():
         if isinstance(outcome, IndexOutcome):
@@ -163,8 +163,8 @@ def test_a_take_s_partitions_go_in_one_call_and_one_failing_step_leaves_the_othe
         try:
             pids = await index.start()
             outcomes = await index.index_steps({0: (str(paths[0]), [probes_record(first)]),
-                                             1: (str(paths[1]), [probes_record(first)]),
-                                             2: (str(paths[2]), [b"not msgpack"])}, 0)
+                                                1: (str(paths[1]), [probes_record(first)]),
+                                                2: (str(paths[2]), [b"not msgpack"])}, 0)
             assert isinstance(outcomes[2], IndexStepFailed)
             for p in (0, 1):
                 outcome = outcomes[p]
@@ -248,7 +248,7 @@ def test_the_replica_is_read_through_its_own_writes_while_the_loop_vouches_for_t
 
         async def step(page: PageVersion) -> IndexOutcome:
             outcomes = await index.index_steps({0: (str(path), [probes_record(page)])}, 0,
-                                            {0: primary.latest_sequence_number()})
+                                               {0: primary.latest_sequence_number()})
             outcome = outcomes[0]
             assert isinstance(outcome, IndexOutcome) and outcome.writes
             return outcome
